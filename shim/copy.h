@@ -1,0 +1,43 @@
+/* copy.h: one copy, described the same way whichever entry point made it, and the two steps every
+ * copy handler takes: describe (classify its memory, find its direction) and record (count it).
+ * Contract: thread-safe; copy_describe() may call the driver (pointer attributes) with the
+ * reentrancy depth raised; copy_record() never calls the driver. */
+#ifndef PINSHIM_COPY_H
+#define PINSHIM_COPY_H
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver_table.h"
+#include "memkind.h"
+
+enum copy_dir { DIR_H2D, DIR_D2H, DIR_D2D, DIR_H2H, DIR_PEER, DIR_COUNT };
+extern const char *const copy_dir_names[DIR_COUNT];
+
+/* What the shim did with the copy. Only pass-through exists in this version. */
+enum copy_action { ACTION_PASS, ACTION_COUNT };
+extern const char *const copy_action_names[ACTION_COUNT];
+
+struct copy {
+    enum driver_entry_id entry;
+    enum copy_dir dir;
+    enum host_kind src_kind, dst_kind;
+    enum host_kind host_kind; /* the host side's kind; managed or device when neither side is host */
+    uintptr_t dst, src;
+    size_t bytes;
+    CUstream stream;
+    bool async;
+    enum copy_action action;
+};
+
+/* Kinds known from the entry point itself (cuMemcpyHtoD: dst is device) skip classification:
+ * pass KIND_UNKNOWN for a side that must be classified, or the known kind. */
+void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, enum host_kind dst_kind,
+                   uintptr_t src, enum host_kind src_kind, size_t bytes, CUstream stream, bool async);
+
+/* Counts a finished call: a success is one transfer of c->bytes, a failure one failed copy. */
+void copy_record(const struct copy *c, CUresult result, uint64_t host_ns);
+
+#endif

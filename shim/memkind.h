@@ -1,0 +1,39 @@
+/* memkind.h: what a pointer given to a copy is: pageable, pinned (cuMemHostAlloc/cuMemAllocHost),
+ * registered (cuMemHostRegister), managed, device, or unknown.
+ * The shim's own table of the program's pinned and registered ranges answers first (a thread-local
+ * last-hit cache makes the common case a few loads); otherwise cuPointerGetAttributes decides.
+ * Contract: thread-safe. memkind_of() calls the driver only when driver calls are allowed
+ * (not in a forked child) and then with the reentrancy depth raised. */
+#ifndef PINSHIM_MEMKIND_H
+#define PINSHIM_MEMKIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum host_kind { KIND_PAGEABLE, KIND_PINNED, KIND_REGISTERED, KIND_MANAGED, KIND_DEVICE, KIND_UNKNOWN, KIND_COUNT };
+
+extern const char *const host_kind_names[KIND_COUNT];
+
+/* Classifies an address. */
+enum host_kind memkind_of(uintptr_t p);
+
+/* True for kinds that live in host memory (pageable, pinned, registered). */
+static inline bool memkind_is_host(enum host_kind k)
+{
+    return k == KIND_PAGEABLE || k == KIND_PINNED || k == KIND_REGISTERED;
+}
+
+/* The program allocated pinned memory / registered a range (after the driver said yes). */
+void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind);
+
+/* The program freed or unregistered the range starting at base (after the driver said yes). */
+void memkind_remove_range(uintptr_t base);
+
+/* Forget everything (forked child). Not thread-safe: call only with one thread alive. */
+void memkind_forget_all(void);
+
+/* Allow or forbid the driver query (false in a forked child: no CUDA calls there). */
+void memkind_allow_driver(bool allow);
+
+#endif
