@@ -23,7 +23,7 @@ FAKE_LIB  := $(BUILD)/fakecuda/libcuda.so.1
 
 PROG_SRC  := $(wildcard tests/progs/*.c)
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
-TEST_LIBS := $(BUILD)/tests/libnextlookup.so
+TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so
 
 .PHONY: all fakecuda test-build test demo gpu-test bench install clean
 all: $(BUILD)/libpinshim.so
@@ -53,15 +53,19 @@ $(FAKE_LIB): $(FAKE_SRC) $(FAKE_HDR)
 	    -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -o $@ $(FAKE_SRC) -ldl
 	ln -sf libcuda.so.1 $(BUILD)/fakecuda/libcuda.so
 
-# C test programs: driver API users built against cuda.h; those named *_linked link -lcuda
-# (route 1), the others find the driver at run time (routes 2 and 3).
-PROG_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -pthread -Iinclude -Itests/progs -I$(CUDA_HOME)/include
-$(BUILD)/tests/%: tests/progs/%.c tests/progs/testutil.h $(FAKE_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl $(if $(findstring _linked,$*),-L$(BUILD)/fakecuda -lcuda -Wl$(comma)-rpath$(comma)'$$ORIGIN/../fakecuda')
+# C test programs: driver API users built against cuda.h. Those named *_linked link -lcuda
+# (route 1); the others find the driver at run time (routes 2 and 3). dlnext links two small
+# libraries that look up "the next" symbol, to check the shim's dlsym forwarding.
 comma := ,
+PROG_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -pthread -Iinclude -Itests/progs -I$(CUDA_HOME)/include
+PROG_LINK_linked := -L$(BUILD)/fakecuda -lcuda -Wl,-rpath,'$$ORIGIN/../fakecuda'
+PROG_LINK_dlnext := -L$(BUILD)/tests -Wl,--no-as-needed -lnext_a -lnext_b -Wl,-rpath,'$$ORIGIN'
+$(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl $(if $(findstring _linked,$*),$(PROG_LINK_linked)) \
+	    $(if $(filter dlnext,$*),$(PROG_LINK_dlnext))
 
-$(BUILD)/tests/libnextlookup.so: tests/progs/lib/nextlookup.c
+$(BUILD)/tests/lib%.so: tests/progs/lib/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -fPIC -shared $< -o $@ -ldl
 

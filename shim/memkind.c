@@ -66,14 +66,18 @@ static bool table_lookup(uintptr_t p, struct range *out)
     return found;
 }
 
+typedef CUresult (*get_attributes_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+
 static enum host_kind driver_kind(uintptr_t p)
 {
-    static CUresult (*get_attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+    static get_attributes_fn cached;
     if (!__atomic_load_n(&driver_allowed, __ATOMIC_RELAXED))
         return KIND_UNKNOWN;
-    if (!get_attributes)
-        get_attributes = (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))real_driver_symbol(
-            "cuPointerGetAttributes");
+    get_attributes_fn get_attributes = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
+    if (!get_attributes) {
+        get_attributes = (get_attributes_fn)real_driver_symbol("cuPointerGetAttributes");
+        __atomic_store_n(&cached, get_attributes, __ATOMIC_RELEASE);
+    }
     if (!get_attributes)
         return KIND_UNKNOWN;
     unsigned int memory_type = 0, is_managed = 0;

@@ -300,6 +300,10 @@ else
     if build copies-shared -cudart shared -Xlinker -rpath -Xlinker "$CUDA_HOME/lib64"; then
         run_one copies-shared exact "$WORK/bin/copies-shared"
     fi
+    # per-thread default stream: the runtime then reaches the driver's _ptds/_ptsz entry points
+    if build copies-ptds --default-stream per-thread; then
+        run_one copies-ptds exact "$WORK/bin/copies-ptds"
+    fi
 fi
 
 # --------------------------------------------------------------- PyTorch

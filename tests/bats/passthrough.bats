@@ -1,0 +1,81 @@
+#!/usr/bin/env bats
+# The shim changes nothing a program can observe: programs without CUDA, error codes, dlsym
+# forwarding, concurrency.
+load common
+
+@test "a program with no CUDA prints exactly what it prints without the shim" {
+    run_app plain noshim ls -la /usr/bin
+    run_app shim shim ls -la /usr/bin
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    diff "$WORK/plain.err" "$WORK/shim.err"
+    [ ! -s "$WORK/shim.err" ]
+}
+
+@test "python (heavy dlsym user) runs unchanged under the shim" {
+    run_app plain noshim python3 -c 'import ctypes, json, sqlite3; print(json.dumps({"a": 1}))'
+    run_app shim shim python3 -c 'import ctypes, json, sqlite3; print(json.dumps({"a": 1}))'
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ ! -s "$WORK/shim.err" ]
+}
+
+@test "error codes: invalid pointers, sizes, streams and events give the same CUresult with the shim" {
+    run_app plain noshim "$T/errors"
+    PINSHIM_SUMMARY=json PINSHIM_LOG="$WORK/s.json" run_app shim shim "$T/errors"
+    show shim
+    [ "$(cat "$WORK/shim.rc")" = 0 ]
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -q -- '-> 0$' "$WORK/plain.out"                      # zero-byte copy succeeds
+    [ "$(grep -c -- '-> [1-9]' "$WORK/plain.out")" -ge 15 ]  # and the rest really fail
+    python3 "$ROOT/tests/helpers/summary_check.py" "$WORK/s.json" "$WORK/shim.out"
+}
+
+@test "error codes are the same through the per-thread route" {
+    run_app plain noshim "$T/errors" getproc_ptds
+    run_app shim shim "$T/errors" getproc_ptds
+    diff "$WORK/plain.out" "$WORK/shim.out"
+}
+
+@test "dlsym(RTLD_NEXT) from a library loaded after the shim resolves relative to that library" {
+    run_app plain noshim "$T/dlnext"
+    run_app shim shim "$T/dlnext"
+    show shim
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -q 'next probe_target from next_a: B' "$WORK/shim.out"
+    grep -q 'next malloc is libc.s: yes' "$WORK/shim.out"
+    grep -q 'next getenv is libc.s: yes' "$WORK/shim.out"
+    grep -q 'next of a missing name: NULL' "$WORK/shim.out"
+}
+
+@test "8 threads x 10,000 mixed copies: exact counts, correct data, no deadlock" {
+    FAKECUDA_GBPS=0 PINSHIM_SUMMARY=json PINSHIM_LOG="$WORK/s.json" run_app shim shim timeout 120 "$T/threads"
+    show shim
+    [ "$(cat "$WORK/shim.rc")" = 0 ]
+    python3 "$ROOT/tests/helpers/summary_check.py" "$WORK/s.json" "$WORK/shim.out"
+}
+
+@test "pinshim.h API through dlsym: counters visible with the shim, absent without" {
+    run_app plain noshim "$T/apiprog"
+    grep -qx 'pinshim absent' "$WORK/plain.out"
+    PINSHIM_SUMMARY=none run_app shim shim "$T/apiprog"
+    show shim
+    grep -qx 'version 0.1.0' "$WORK/shim.out"
+    grep -qx 'too-small struct -> -1' "$WORK/shim.out"
+    grep -qx 'get -> 0' "$WORK/shim.out"
+    grep -qx 'h2d count 3 bytes 3000' "$WORK/shim.out"
+}
+
+@test "the library links neither libcuda nor libcudart and exports only its interface" {
+    run readelf -d "$SHIM"
+    [ "$status" = 0 ]
+    ! echo "$output" | grep -E 'NEEDED.*(libcuda|libcudart)'
+    nm -D --defined-only "$SHIM" | awk '{print $3}' | while read -r sym; do
+        case "$sym" in cu*|dlsym|pinshim_*) ;; *) echo "unexpected export: $sym"; exit 1;; esac
+    done
+}
+
+@test "the preset 'off' is pure pass-through: no output, same data" {
+    run_app plain noshim "$T/routes" getproc
+    PINSHIM_POLICY=off run_app shim shim "$T/routes" getproc
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ ! -s "$WORK/shim.err" ]
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# The exit summary: text table on stderr, JSON on request, into PINSHIM_LOG's file when set.
+load common
+
+@test "text summary on stderr names pid and program, with one row per direction/kind/bucket" {
+    run_app shim shim "$T/demo"
+    show shim
+    pid_line=$(grep 'pinshim 0.1.0: transfer summary for' "$WORK/shim.err")
+    [[ "$pid_line" =~ ^==([0-9]+)==.*demo\ \(pid\ ([0-9]+)\)$ ]]
+    [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]
+    grep -Eq '^==[0-9]+== dir +host kind +size +action +count +bytes +host time +host GB/s$' "$WORK/shim.err"
+    grep -Eq '^==[0-9]+== h2d +pageable +64.0 KiB-256.0 KiB +pass +8 +512.0 KiB' "$WORK/shim.err"
+    grep -Eq '^==[0-9]+== d2h +pinned +16.0 MiB-64.0 MiB +pass +8 +128.0 MiB' "$WORK/shim.err"
+    grep -Eq '^==[0-9]+== total +160 ' "$WORK/shim.err"
+    grep -q 'sync points: cuStreamSynchronize 40 ' "$WORK/shim.err"
+}
+
+@test "JSON summary: one valid object with the documented fields, buckets powers of 4 from 4 KiB" {
+    PINSHIM_SUMMARY=json run_app shim shim "$T/demo"
+    show shim
+    grep '^{' "$WORK/shim.err" >"$WORK/s.json"
+    python3 - "$WORK/s.json" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, lines
+s = json.loads(lines[0])
+assert isinstance(s["pid"], int) and s["program"].endswith("demo")
+for row in s["transfers"]:
+    assert set(["dir", "host_kind", "bucket_min", "count", "bytes", "host_ns", "action"]) <= set(row), row
+    assert row["dir"] in ("h2d", "d2h", "d2d", "h2h", "peer")
+    assert row["host_kind"] in ("pageable", "pinned", "registered", "managed", "device", "unknown")
+    b = row["bucket_min"]
+    assert b == 0 or (b >= 4096 and (b // 4096) & ((b // 4096) - 1) == 0 and (b.bit_length() - 13) % 2 == 0), b
+    assert b <= row["bytes"] // row["count"] < max(4096, b * 4), row
+h2d = sum(r["count"] for r in s["transfers"] if r["dir"] == "h2d")
+assert h2d == 80, h2d  # 5 sizes x 8 rounds x (pageable + pinned)
+PY
+}
+
+@test "PINSHIM_LOG: %p and %% expand, parent folders are created, the file is appended to" {
+    PINSHIM_SUMMARY=json PINSHIM_LOG="$WORK/logs/a/run-%p-100%%.json" run_app shim shim "$T/demo"
+    show shim
+    [ ! -s "$WORK/shim.err" ]
+    f=$(ls "$WORK"/logs/a/run-*-100%.json)
+    grep -q "\"pid\":$(basename "$f" | sed -E 's/run-([0-9]+)-.*/\1/')," "$f"
+    PINSHIM_SUMMARY=json PINSHIM_LOG="${f//%/%%}" run_app shim2 shim "$T/demo"   # same file, % escaped
+    [ "$(grep -c '^{' "$f")" = 2 ]
+}
+
+@test "PINSHIM_LOG: %r takes the rank from the first of RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK" {
+    OMPI_COMM_WORLD_RANK=3 SLURM_PROCID=7 PINSHIM_LOG="$WORK/r%r.txt" run_app shim shim "$T/demo"
+    [ -s "$WORK/r3.txt" ]
+    PINSHIM_LOG="$WORK/r%r.txt" run_app shim shim env -u RANK -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID -u PMI_RANK "$T/demo"
+    [ -s "$WORK/rna.txt" ]
+}
+
+@test "an unwritable log path: a clear warning, the summary on stderr, the program unaffected" {
+    run_app plain noshim "$T/demo"
+    touch "$WORK/file"
+    PINSHIM_LOG="$WORK/file/sub/x.log" run_app shim shim "$T/demo"
+    show shim
+    [ "$(cat "$WORK/shim.rc")" = 0 ]
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -q "warning: PINSHIM_LOG: cannot create folder for '$WORK/file/sub/x.log'" "$WORK/shim.err"
+    grep -q "transfer summary" "$WORK/shim.err"
+}
+
+@test "a symlink planted at the log path is not followed" {
+    ln -s "$WORK/target" "$WORK/link.log"
+    PINSHIM_LOG="$WORK/link.log" run_app shim shim "$T/demo"
+    [ ! -e "$WORK/target" ]
+    grep -q "cannot open '$WORK/link.log' for appending" "$WORK/shim.err"
+}
+
+@test "summary = none prints nothing; copies still pass through" {
+    run_app plain noshim "$T/demo"
+    PINSHIM_SUMMARY=none run_app shim shim "$T/demo"
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ ! -s "$WORK/shim.err" ]
+}
+
+@test "fork: the child (no CUDA) prints no summary; the parent's counts are its own" {
+    PINSHIM_SUMMARY=json run_app shim shim "$T/forkprog"
+    show shim
+    [ "$(cat "$WORK/shim.rc")" = 0 ]
+    grep -q '^child computed' "$WORK/shim.out"
+    [ "$(grep -c '^{' "$WORK/shim.err")" = 1 ]
+    parent=$(sed -n 's/^parent \([0-9]*\) child exit 0$/\1/p' "$WORK/shim.out")
+    grep -q "^{\"pid\":$parent," "$WORK/shim.err"
+    grep '^{' "$WORK/shim.err" >"$WORK/s.json"
+    printf 'expect h2d pageable 1\nexpect d2h pageable 1\n' >"$WORK/expect"
+    python3 "$ROOT/tests/helpers/summary_check.py" "$WORK/s.json" "$WORK/expect"
+}
