@@ -63,7 +63,7 @@ PROG_LINK_dlnext := -L$(BUILD)/tests -Wl,--no-as-needed -lnext_a -lnext_b -Wl,-r
 $(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl $(if $(findstring _linked,$*),$(PROG_LINK_linked)) \
-	    $(if $(filter dlnext,$*),$(PROG_LINK_dlnext))
+	    $(if $(filter dlnext,$*),$(PROG_LINK_dlnext)) $(if $(filter logprog,$*),-rdynamic)
 
 $(BUILD)/tests/lib%.so: tests/progs/lib/%.c
 	@mkdir -p $(@D)
@@ -90,6 +90,10 @@ install: all
 	install -m 0755 $(BUILD)/libpinshim.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 0644 include/pinshim.h $(DESTDIR)$(PREFIX)/include/
 	install -m 0644 $(PRESETS) $(DESTDIR)$(PREFIX)/share/pinshim/policy/
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report
+	install -m 0755 scripts/pinshim scripts/pinshim-report $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 scripts/pinshim_report/*.py $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report/
+	install -m 0644 policy/keys.h $(DESTDIR)$(PREFIX)/share/pinshim/
 
 clean:
 	rm -rf $(BUILD)

@@ -2,7 +2,7 @@
  * environment override, the README's key table and `pinshim --help`.
  * X(type, name, default, choices (ENUM only, '|'-separated), one-line help)
  * Types: BOOL (on/off, 1/0, true/false, yes/no), SIZE (bytes, K/M/G suffixes, powers of 1024),
- * ENUM (one of the choices), STRING (free text). */
+ * COUNT (a whole number), ENUM (one of the choices), STRING (free text). */
 #ifndef PINSHIM_POLICY_KEYS_H
 #define PINSHIM_POLICY_KEYS_H
 
@@ -12,8 +12,32 @@
     X(ENUM, summary, "text", "text|json|none",                                                 \
       "exit summary: a table (text), one JSON object (json), or nothing (none)")              \
     X(STRING, log, "", "",                                                                     \
-      "file the exit summary is appended to (%p pid, %h host, %r rank, %t start time, %% a %); empty = stderr") \
+      "JSON Lines log file: header, per-transfer records, summary record last (%p pid, %h host, %r rank, %t start time, %% a %); empty = summary on stderr") \
+    X(ENUM, log_level, "transfers", "summary|transfers",                                       \
+      "what the log holds: header and summary only (summary), or also one record per transfer (transfers)") \
+    X(SIZE, log_min_bytes, "0", "",                                                            \
+      "transfers smaller than this get no record of their own in the log (they are still counted)") \
+    X(SIZE, log_buffer_bytes, "8M", "",                                                        \
+      "memory for records not yet written; when it is full, records are dropped and counted") \
+    X(BOOL, device_timing, "off", "",                                                          \
+      "time sampled logged copies on the device with a pair of events on their stream (device_ns)") \
+    X(COUNT, device_timing_every, "16", "",                                                    \
+      "with device_timing, time one logged copy in this many") \
     X(BOOL, strict, "off", "",                                                                 \
-      "exit with status 2 when the policy file or a PINSHIM_* value is invalid, instead of running with defaults")
+      "exit with status 2 when the policy file or a PINSHIM_* value is invalid, instead of running with defaults") \
+    X(BOOL, stage, "on", "",                                                                   \
+      "copy pageable host memory through a pool of pinned buffers, several threads filling the next chunk while the DMA moves this one") \
+    X(SIZE, stage_min_bytes, "8M", "",                                                         \
+      "stage pageable H2D copies of at least this many bytes; smaller ones pass to the driver, which is as fast there") \
+    X(SIZE, stage_d2h_min_bytes, "64K", "",                                                    \
+      "stage pageable D2H copies of at least this many bytes (the driver's pageable D2H path is slow from 64K up)") \
+    X(SIZE, stage_chunk_bytes, "16M", "",                                                      \
+      "size of one pinned chunk: the unit of the memcpy/DMA pipeline") \
+    X(COUNT, stage_threads, "0", "",                                                           \
+      "threads that memcpy into and out of the pool, the calling thread included; 0 = min(cores, 16)") \
+    X(SIZE, pool_max_bytes, "0", "",                                                           \
+      "cap on pinned pool memory; at the cap staging waits for the oldest chunk; 0 = 1/16 of RAM, at most 1G") \
+    X(SIZE, pool_slab_bytes, "64M", "",                                                        \
+      "pinned memory is allocated (cuMemHostAlloc, slow) in slabs of this size, cut into chunks and reused")
 
 #endif

@@ -15,7 +15,7 @@
 
 extern char **environ;
 
-enum key_type { KEY_BOOL, KEY_SIZE, KEY_ENUM, KEY_STRING };
+enum key_type { KEY_BOOL, KEY_SIZE, KEY_COUNT, KEY_ENUM, KEY_STRING };
 
 struct key_desc {
     enum key_type type;
@@ -31,7 +31,7 @@ static const struct key_desc keys[] = {
     PINSHIM_POLICY_KEYS(X)
 #undef X
 };
-#define KEY_COUNT (sizeof keys / sizeof keys[0])
+#define N_KEYS (sizeof keys / sizeof keys[0])
 
 /* Before policy_load() runs (another library's constructor may call dlsym first) only
  * `intercept` is consulted; it starts at its default, on. */
@@ -42,6 +42,7 @@ static const char *type_expectation(const struct key_desc *k)
     switch (k->type) {
     case KEY_BOOL: return "on or off (also 1/0, true/false, yes/no)";
     case KEY_SIZE: return "a byte count, optionally with a K, M or G suffix (e.g. 256K)";
+    case KEY_COUNT: return "a whole number (e.g. 8)";
     case KEY_ENUM: return k->choices[0] ? k->choices : "?";
     case KEY_STRING: return "text";
     }
@@ -84,6 +85,19 @@ static bool parse_size(const char *v, uint64_t *out)
     return true;
 }
 
+static bool parse_count(const char *v, uint64_t *out)
+{
+    if (!isdigit((unsigned char)*v))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || *end != '\0')
+        return false;
+    *out = n;
+    return true;
+}
+
 static int parse_enum(const char *v, const char *choices)
 {
     int index = 0;
@@ -104,6 +118,7 @@ static bool set_value(struct policy *p, const struct key_desc *k, const char *va
     switch (k->type) {
     case KEY_BOOL: return parse_bool(value, (bool *)field);
     case KEY_SIZE: return parse_size(value, (uint64_t *)field);
+    case KEY_COUNT: return parse_count(value, (uint64_t *)field);
     case KEY_ENUM: {
         int e = parse_enum(value, k->choices);
         if (e < 0)
@@ -122,7 +137,7 @@ static bool set_value(struct policy *p, const struct key_desc *k, const char *va
 
 static const struct key_desc *find_key(const char *name, size_t len)
 {
-    for (size_t i = 0; i < KEY_COUNT; i++)
+    for (size_t i = 0; i < N_KEYS; i++)
         if (strlen(keys[i].name) == len && strncmp(keys[i].name, name, len) == 0)
             return &keys[i];
     return NULL;
@@ -132,14 +147,14 @@ static void known_keys(char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < KEY_COUNT && used < len; i++)
+    for (size_t i = 0; i < N_KEYS && used < len; i++)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", keys[i].name);
 }
 
 void policy_set_defaults(struct policy *p)
 {
     memset(p, 0, sizeof *p);
-    for (size_t i = 0; i < KEY_COUNT; i++)
+    for (size_t i = 0; i < N_KEYS; i++)
         if (!set_value(p, &keys[i], keys[i].def))
             pinshim_warn("internal error: default of key '%s' is invalid", keys[i].name);
 }
@@ -281,7 +296,7 @@ static void env_name(const struct key_desc *k, char *buf, size_t len)
 static int apply_environment(struct policy *p)
 {
     int errors = 0;
-    for (size_t i = 0; i < KEY_COUNT; i++) {
+    for (size_t i = 0; i < N_KEYS; i++) {
         char name[96];
         env_name(&keys[i], name, sizeof name);
         const char *value = getenv(name);
@@ -334,7 +349,7 @@ static void warn_unknown_variables(void)
         size_t best = edit_distance(name, closest);
         bool known = false;
         char candidate[96];
-        for (size_t i = 0; i < KEY_COUNT && !known; i++) {
+        for (size_t i = 0; i < N_KEYS && !known; i++) {
             env_name(&keys[i], candidate, sizeof candidate);
             size_t d = edit_distance(name, candidate);
             known = d == 0;
@@ -389,13 +404,14 @@ size_t policy_format(const struct policy *p, char *buf, size_t len)
     size_t used = 0;
     if (len)
         buf[0] = '\0';
-    for (size_t i = 0; i < KEY_COUNT && used < len; i++) {
+    for (size_t i = 0; i < N_KEYS && used < len; i++) {
         const struct key_desc *k = &keys[i];
         const char *field = (const char *)p + k->offset;
         char value[POLICY_STRING_MAX];
         switch (k->type) {
         case KEY_BOOL: snprintf(value, sizeof value, "%s", *(const bool *)field ? "on" : "off"); break;
-        case KEY_SIZE: snprintf(value, sizeof value, "%llu", (unsigned long long)*(const uint64_t *)field); break;
+        case KEY_SIZE:
+        case KEY_COUNT: snprintf(value, sizeof value, "%llu", (unsigned long long)*(const uint64_t *)field); break;
         case KEY_STRING: snprintf(value, sizeof value, "%s", field); break;
         case KEY_ENUM: {
             int want = *(const int *)field, index = 0;

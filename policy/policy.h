@@ -17,6 +17,7 @@
 
 #define POLICY_FIELD_BOOL(name) bool name;
 #define POLICY_FIELD_SIZE(name) uint64_t name;
+#define POLICY_FIELD_COUNT(name) uint64_t name;
 #define POLICY_FIELD_ENUM(name) int name;
 #define POLICY_FIELD_STRING(name) char name[POLICY_STRING_MAX];
 

@@ -2,10 +2,14 @@
  * hand-off of a finished copy to the stats (see copy.h). */
 #include "copy.h"
 
+#include "log.h"
 #include "stats.h"
 
 const char *const copy_dir_names[DIR_COUNT] = {"h2d", "d2h", "d2d", "h2h", "peer"};
-const char *const copy_action_names[ACTION_COUNT] = {"pass"};
+const char *const copy_action_names[ACTION_COUNT] = {"pass", "staged"};
+const char *const unstaged_reason_names[UNSTAGED_COUNT] = {"none", "below the staging threshold", "2D/3D/batch copy",
+                                                           "stream capture", "device range check", "no pinned memory",
+                                                           "forked child", "stage = off"};
 
 static bool side_is_host(enum host_kind k) { return memkind_is_host(k) || k == KIND_UNKNOWN; }
 
@@ -19,6 +23,7 @@ void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, en
     c->stream = stream;
     c->async = async;
     c->action = ACTION_PASS;
+    c->unstaged = UNSTAGED_NONE;
     c->dst_kind = dst_kind == KIND_UNKNOWN ? memkind_of(dst) : dst_kind;
     c->src_kind = src_kind == KIND_UNKNOWN ? memkind_of(src) : src_kind;
 
@@ -40,8 +45,11 @@ void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, en
 
 void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)
 {
-    if (result == CUDA_SUCCESS)
+    if (result == CUDA_SUCCESS) {
         stats_add_transfer(c->dir, c->host_kind, c->bytes, c->action, host_ns);
-    else
+        if (c->unstaged != UNSTAGED_NONE)
+            stats_add_unstaged(c->unstaged, c->bytes);
+    } else
         stats_add_failed_copy();
+    log_copy(c, result, host_ns); /* advice, call sites, per-transfer record (log.h) */
 }

@@ -16,9 +16,24 @@
 enum copy_dir { DIR_H2D, DIR_D2H, DIR_D2D, DIR_H2H, DIR_PEER, DIR_COUNT };
 extern const char *const copy_dir_names[DIR_COUNT];
 
-/* What the shim did with the copy. Only pass-through exists in this version. */
-enum copy_action { ACTION_PASS, ACTION_COUNT };
+/* What the shim did with the copy: passed it to the driver unchanged, or staged it through the
+ * pinned pool (stage.h). */
+enum copy_action { ACTION_PASS, ACTION_STAGED, ACTION_COUNT };
 extern const char *const copy_action_names[ACTION_COUNT];
+
+/* Why a pageable host<->device copy was passed through instead of staged. */
+enum unstaged_reason {
+    UNSTAGED_NONE,     /* staged, or not a pageable host<->device copy */
+    UNSTAGED_SMALL,    /* below stage_min_bytes */
+    UNSTAGED_SHAPE,    /* 2D/3D/batch copies are not staged in this version */
+    UNSTAGED_CAPTURE,  /* the stream is capturing */
+    UNSTAGED_RANGE,    /* the device range is not inside one allocation: the driver's error stands */
+    UNSTAGED_POOL,     /* pinned memory unavailable */
+    UNSTAGED_CHILD,    /* forked child: no CUDA calls from the shim */
+    UNSTAGED_DISABLED, /* stage = off */
+    UNSTAGED_COUNT
+};
+extern const char *const unstaged_reason_names[UNSTAGED_COUNT];
 
 struct copy {
     enum driver_entry_id entry;
@@ -30,6 +45,7 @@ struct copy {
     CUstream stream;
     bool async;
     enum copy_action action;
+    enum unstaged_reason unstaged;
 };
 
 /* Kinds known from the entry point itself (cuMemcpyHtoD: dst is device) skip classification:

@@ -8,6 +8,8 @@
 #include "driver.h"
 #include "driver_shapes.h"
 #include "entry.h"
+#include "log.h"
+#include "stage.h"
 
 /* NULL means the default stream of the entry's flavour: name which one, for the record. */
 static CUstream effective_stream(enum driver_entry_id id, CUstream s)
@@ -19,10 +21,30 @@ static CUstream effective_stream(enum driver_entry_id id, CUstream s)
 
 #define TIMED_COPY(c, call)                                                                            \
     do {                                                                                               \
+        log_copy_begin(&(c)); /* device timing of sampled copies (log.h) */                            \
         uint64_t t0_ = pinshim_now_ns();                                                               \
         result = (call);                                                                               \
         copy_record(&(c), result, pinshim_now_ns() - t0_);                                             \
     } while (0)
+
+/* Runs `pass` unless the copy is staged; times and records either way. */
+#define TIMED_STAGED_COPY(c, stage_call, pass)                                                         \
+    do {                                                                                               \
+        log_copy_begin(&(c)); /* device timing of sampled copies (log.h) */                            \
+        uint64_t t0_ = pinshim_now_ns();                                                               \
+        if (!(stage_wanted(&(c)) && (stage_call)))                                                     \
+            result = (pass);                                                                           \
+        copy_record(&(c), result, pinshim_now_ns() - t0_);                                             \
+    } while (0)
+
+/* Unified copies: stage whichever direction the pointers turned out to be. */
+static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream,
+                          CUresult *result)
+{
+    if (c->dir == DIR_H2D)
+        return stage_h2d(c, dst, (const void *)src, bytes, stream, result);
+    return stage_d2h(c, (void *)dst, src, bytes, stream, result);
+}
 
 CUresult shape_unified(enum driver_entry_id id, SHAPE_unified_P)
 {
@@ -30,7 +52,7 @@ CUresult shape_unified(enum driver_entry_id id, SHAPE_unified_P)
     struct copy c;
     CUresult result;
     copy_describe(&c, id, dst, KIND_UNKNOWN, src, KIND_UNKNOWN, bytes, effective_stream(id, NULL), false);
-    TIMED_COPY(c, real(dst, src, bytes));
+    TIMED_STAGED_COPY(c, stage_unified(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes));
     return result;
 }
 
@@ -40,7 +62,7 @@ CUresult shape_unified_async(enum driver_entry_id id, SHAPE_unified_async_P)
     struct copy c;
     CUresult result;
     copy_describe(&c, id, dst, KIND_UNKNOWN, src, KIND_UNKNOWN, bytes, effective_stream(id, stream), true);
-    TIMED_COPY(c, real(dst, src, bytes, stream));
+    TIMED_STAGED_COPY(c, stage_unified(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes, stream));
     return result;
 }
 
@@ -50,7 +72,7 @@ CUresult shape_htod(enum driver_entry_id id, SHAPE_htod_P)
     struct copy c;
     CUresult result;
     copy_describe(&c, id, dst, KIND_DEVICE, (uintptr_t)src, KIND_UNKNOWN, bytes, effective_stream(id, NULL), false);
-    TIMED_COPY(c, real(dst, src, bytes));
+    TIMED_STAGED_COPY(c, stage_h2d(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes));
     return result;
 }
 
@@ -60,7 +82,7 @@ CUresult shape_htod_async(enum driver_entry_id id, SHAPE_htod_async_P)
     struct copy c;
     CUresult result;
     copy_describe(&c, id, dst, KIND_DEVICE, (uintptr_t)src, KIND_UNKNOWN, bytes, effective_stream(id, stream), true);
-    TIMED_COPY(c, real(dst, src, bytes, stream));
+    TIMED_STAGED_COPY(c, stage_h2d(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes, stream));
     return result;
 }
 
@@ -70,7 +92,7 @@ CUresult shape_dtoh(enum driver_entry_id id, SHAPE_dtoh_P)
     struct copy c;
     CUresult result;
     copy_describe(&c, id, (uintptr_t)dst, KIND_UNKNOWN, src, KIND_DEVICE, bytes, effective_stream(id, NULL), false);
-    TIMED_COPY(c, real(dst, src, bytes));
+    TIMED_STAGED_COPY(c, stage_d2h(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes));
     return result;
 }
 
@@ -80,7 +102,7 @@ CUresult shape_dtoh_async(enum driver_entry_id id, SHAPE_dtoh_async_P)
     struct copy c;
     CUresult result;
     copy_describe(&c, id, (uintptr_t)dst, KIND_UNKNOWN, src, KIND_DEVICE, bytes, effective_stream(id, stream), true);
-    TIMED_COPY(c, real(dst, src, bytes, stream));
+    TIMED_STAGED_COPY(c, stage_d2h(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes, stream));
     return result;
 }
 
@@ -146,6 +168,7 @@ static void describe_3d(struct copy *c, enum driver_entry_id id, const CUDA_MEMC
         }                                                                                              \
         struct copy c;                                                                                 \
         describe(&c, id, desc, effective_stream(id, stream_arg), async_flag);                          \
+        stage_mark_unsupported(&c);                                                                    \
         TIMED_COPY(c, call);                                                                           \
     } while (0)
 
@@ -224,6 +247,7 @@ static void record_batch(enum driver_entry_id id, CUdeviceptr *dsts, CUdeviceptr
     for (size_t i = 0; i < count; i++) {
         struct copy c;
         copy_describe(&c, id, dsts[i], KIND_UNKNOWN, srcs[i], KIND_UNKNOWN, sizes[i], effective_stream(id, stream), true);
+        stage_mark_unsupported(&c);
         uint64_t share = total ? (uint64_t)((double)host_ns * (double)sizes[i] / (double)total) : host_ns / count;
         copy_record(&c, result, share);
     }

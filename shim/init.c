@@ -7,13 +7,17 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "advice.h"
 #include "common.h"
 #include "driver.h"
 #include "entry.h"
-#include "logpath.h"
+#include "log.h"
 #include "memkind.h"
 #include "policy.h"
+#include "pool.h"
+#include "stage.h"
 #include "stats.h"
+#include "workers.h"
 
 static time_t process_start;
 
@@ -31,47 +35,30 @@ static void on_fork_child(void)
     stats_reset();
     memkind_forget_all();
     memkind_allow_driver(false);
-}
-
-/* Opens the summary's destination: PINSHIM_LOG's file, or stderr when unset or unusable. */
-static int summary_fd(bool *opened)
-{
-    *opened = false;
-    if (!pinshim_policy.log[0])
-        return STDERR_FILENO;
-    char path[4096], err[512];
-    if (logpath_expand(pinshim_policy.log, process_start, path, sizeof path, err, sizeof err) != 0) {
-        pinshim_warn("warning: PINSHIM_LOG: %s; writing the summary to stderr", err);
-        return STDERR_FILENO;
-    }
-    int fd = logpath_open(path, err, sizeof err);
-    if (fd < 0) {
-        pinshim_warn("warning: PINSHIM_LOG: %s; writing the summary to stderr", err);
-        return STDERR_FILENO;
-    }
-    *opened = true;
-    return fd;
+    stage_forget();
+    pool_forget();
+    workers_forget();
+    log_fork_child();
 }
 
 __attribute__((constructor)) static void pinshim_init(void)
 {
     process_start = time(NULL);
     policy_load();
-    if (pinshim_policy.log[0]) { /* report a bad pattern now, not only at exit */
-        char path[4096], err[512];
-        if (logpath_expand(pinshim_policy.log, process_start, path, sizeof path, err, sizeof err) != 0)
-            pinshim_warn("warning: PINSHIM_LOG: %s; the summary will go to stderr", err);
-    }
+    log_init(process_start); /* reports a bad log pattern now, not only at exit */
     pthread_atfork(NULL, NULL, on_fork_child);
 }
 
 __attribute__((destructor)) static void pinshim_fini(void)
 {
-    if (!pinshim_policy.intercept || pinshim_policy.summary == SUMMARY_NONE || !stats_any_activity())
+    if (!pinshim_policy.intercept || !stats_any_activity())
         return;
-    bool opened;
-    int fd = summary_fd(&opened);
-    stats_write_summary(fd, pinshim_policy.summary == SUMMARY_JSON);
-    if (opened)
-        close(fd);
+    if (log_finish()) /* PINSHIM_LOG's file got the summary record: nothing on stderr */
+        return;
+    if (pinshim_policy.summary == SUMMARY_NONE)
+        return;
+    bool json = pinshim_policy.summary == SUMMARY_JSON;
+    stats_write_summary(STDERR_FILENO, json);
+    if (!json)
+        advice_write_text(STDERR_FILENO);
 }

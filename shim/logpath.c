@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *rank_of_process(void)
+const char *logpath_rank(void)
 {
     static const char *vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
@@ -37,7 +37,7 @@ int logpath_expand(const char *pattern, time_t start, char *out, size_t len, cha
                     snprintf(piece, sizeof piece, "unknown-host");
                 piece[sizeof piece - 1] = '\0';
                 break;
-            case 'r': snprintf(piece, sizeof piece, "%s", rank_of_process()); break;
+            case 'r': snprintf(piece, sizeof piece, "%s", logpath_rank()); break;
             case 't': {
                 struct tm tm;
                 gmtime_r(&start, &tm);

@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <time.h>
 
+/* The rank %r expands to (the environment's, or "na"). */
+const char *logpath_rank(void);
+
 /* Expands pattern into out. Returns 0, or -1 with a reason in err. */
 int logpath_expand(const char *pattern, time_t start, char *out, size_t len, char *err, size_t errlen);
 

@@ -12,6 +12,7 @@
 #include "../include/pinshim.h"
 #include "common.h"
 #include "driver.h"
+#include "pool.h"
 
 struct cell {
     uint64_t count, bytes, host_ns;
@@ -21,6 +22,7 @@ static struct cell transfers[DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT]
 static struct cell syncs[ENTRY_COUNT];
 static uint64_t calls[ENTRY_COUNT];
 static uint64_t failed_copies;
+static struct cell unstaged[UNSTAGED_COUNT];
 static bool active;
 
 static void add(uint64_t *counter, uint64_t v) { __atomic_fetch_add(counter, v, __ATOMIC_RELAXED); }
@@ -48,6 +50,12 @@ void stats_add_transfer(enum copy_dir dir, enum host_kind kind, size_t bytes, en
 
 void stats_add_failed_copy(void) { add(&failed_copies, 1); }
 
+void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
+{
+    add(&unstaged[why].count, 1);
+    add(&unstaged[why].bytes, bytes);
+}
+
 void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns)
 {
     add(&syncs[entry].count, 1);
@@ -68,6 +76,7 @@ void stats_reset(void)
     memset(transfers, 0, sizeof transfers);
     memset(syncs, 0, sizeof syncs);
     memset(calls, 0, sizeof calls);
+    memset(unstaged, 0, sizeof unstaged);
     failed_copies = 0;
     active = false;
 }
@@ -184,6 +193,63 @@ static void sync_totals(const char *query, uint64_t *count, uint64_t *ns)
         }
 }
 
+/* Staged copies and bytes, summed over the table. */
+static void staged_totals(uint64_t *count, uint64_t *bytes)
+{
+    *count = *bytes = 0;
+    for (int d = 0; d < DIR_COUNT; d++)
+        for (int k = 0; k < KIND_COUNT; k++)
+            for (int b = 0; b < STATS_BUCKETS; b++) {
+                *count += get(&transfers[d][k][b][ACTION_STAGED].count);
+                *bytes += get(&transfers[d][k][b][ACTION_STAGED].bytes);
+            }
+}
+
+static void write_staging_json(struct out *o)
+{
+    uint64_t n, bytes;
+    struct pool_stats ps;
+    staged_totals(&n, &bytes);
+    pool_get_stats(&ps);
+    outf(o, ",\"staging\":{\"staged_copies\":%llu,\"staged_bytes\":%llu,\"pool_bytes\":%llu,"
+            "\"pool_high_water_bytes\":%llu,\"chunk_acquires\":%llu,\"chunk_reuses\":%llu,\"wait_ns\":%llu,"
+            "\"unstaged\":[",
+         (unsigned long long)n, (unsigned long long)bytes, (unsigned long long)ps.pool_bytes,
+         (unsigned long long)ps.high_water_bytes, (unsigned long long)ps.acquires,
+         (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns);
+    bool first = true;
+    for (int r = 1; r < UNSTAGED_COUNT; r++) {
+        uint64_t c = get(&unstaged[r].count);
+        if (!c)
+            continue;
+        outf(o, "%s{\"reason\":\"%s\",\"count\":%llu,\"bytes\":%llu}", first ? "" : ",", unstaged_reason_names[r],
+             (unsigned long long)c, (unsigned long long)get(&unstaged[r].bytes));
+        first = false;
+    }
+    outf(o, "]}");
+}
+
+static void write_staging_text(struct out *o, int pid)
+{
+    uint64_t n, bytes;
+    struct pool_stats ps;
+    char b1[32], b2[32], b3[32], b4[32];
+    staged_totals(&n, &bytes);
+    pool_get_stats(&ps);
+    if (n || ps.pool_bytes)
+        outf(o, "==%d== staging: %llu copies (%s) through the pinned pool; pool %s (high water %s), %llu chunk reuses, "
+                "%s waiting for chunks\n",
+             pid, (unsigned long long)n, human_bytes(bytes, b1, sizeof b1), human_bytes(ps.pool_bytes, b2, sizeof b2),
+             human_bytes(ps.high_water_bytes, b3, sizeof b3), (unsigned long long)ps.chunk_reuses,
+             human_ns(ps.wait_ns, b4, sizeof b4));
+    for (int r = 1; r < UNSTAGED_COUNT; r++) {
+        uint64_t c = get(&unstaged[r].count);
+        if (c)
+            outf(o, "==%d== not staged (pageable, %s): %llu copies, %s\n", pid, unstaged_reason_names[r],
+                 (unsigned long long)c, human_bytes(get(&unstaged[r].bytes), b1, sizeof b1));
+    }
+}
+
 static const char *const sync_calls[] = {"cuStreamSynchronize", "cuStreamQuery", "cuCtxSynchronize",
                                          "cuEventSynchronize", "cuEventQuery", "cuEventRecord",
                                          "cuEventRecordWithFlags"};
@@ -211,7 +277,9 @@ static void write_json(struct out *o)
                          ns ? (double)bytes / (double)ns : 0.0);
                     first = false;
                 }
-    outf(o, "],\"failed_copies\":%llu,\"syncs\":[", (unsigned long long)get(&failed_copies));
+    outf(o, "],\"failed_copies\":%llu", (unsigned long long)get(&failed_copies));
+    write_staging_json(o);
+    outf(o, ",\"syncs\":[");
     first = true;
     for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
         uint64_t n, ns;
@@ -265,6 +333,7 @@ static void write_text(struct out *o)
     if (failed)
         outf(o, "==%d== failed copies (driver returned an error, passed to the program): %llu\n", pid,
              (unsigned long long)failed);
+    write_staging_text(o, pid);
     bool any_sync = false;
     for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
         uint64_t n, ns;
@@ -295,4 +364,20 @@ void stats_write_summary(int fd, bool json)
         write_text(&o);
     flush_out(fd, &o);
     pthread_mutex_unlock(&lock);
+}
+
+size_t stats_summary_json(char *buf, size_t len, bool wait)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct out o;
+    if (wait)
+        pthread_mutex_lock(&lock);
+    else if (pthread_mutex_trylock(&lock) != 0)
+        return 0;
+    o.len = 0;
+    write_json(&o);
+    size_t n = o.len < len ? o.len : 0;
+    memcpy(buf, o.buf, n);
+    pthread_mutex_unlock(&lock);
+    return n;
 }

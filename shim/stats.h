@@ -22,6 +22,7 @@ uint64_t stats_bucket_min(unsigned bucket);
 void stats_add_transfer(enum copy_dir dir, enum host_kind kind, size_t bytes, enum copy_action action,
                         uint64_t host_ns);
 void stats_add_failed_copy(void);
+void stats_add_unstaged(enum unstaged_reason why, size_t bytes);
 void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns);
 
 /* Counts one call of a wrapped entry point (every wrapper calls it once per program call). */
@@ -38,5 +39,10 @@ void stats_snapshot(struct pinshim_stats *out);
 
 /* Writes the summary (text table or one JSON line) to fd. Not async-signal-safe. */
 void stats_write_summary(int fd, bool json);
+
+/* The JSON summary line (newline included) into buf, for the log's summary record. Returns its
+ * length, or 0 when it does not fit or, with wait false, when another thread is formatting it
+ * (the signal-time flush must not block). No allocation; uses vsnprintf. */
+size_t stats_summary_json(char *buf, size_t len, bool wait);
 
 #endif

@@ -44,7 +44,9 @@ PY
     f=$(ls "$WORK"/logs/a/run-*-100%.json)
     grep -q "\"pid\":$(basename "$f" | sed -E 's/run-([0-9]+)-.*/\1/')," "$f"
     PINSHIM_SUMMARY=json PINSHIM_LOG="${f//%/%%}" run_app shim2 shim "$T/demo"   # same file, % escaped
-    [ "$(grep -c '^{' "$f")" = 2 ]
+    [ "$(grep -c '^{"type":"header"' "$f")" = 2 ]    # the file holds JSON Lines: header .. summary per run
+    [ "$(grep -c '^{"type":"summary"' "$f")" = 2 ]
+    grep '^{' "$f" | tail -n 1 | grep -q '^{"type":"summary","pid":'   # the summary record is the last line
 }
 
 @test "PINSHIM_LOG: %r takes the rank from the first of RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK" {

@@ -676,7 +676,7 @@ static void fork_parent(void)
  * at zero so the child's call log holds only its own calls. No allocation, no CUDA. */
 static void fork_child(void)
 {
-  fk_mem_fork_release();
+  fk_mem_fork_child();
   pthread_cond_init(&fk_progress, NULL); /* its parent-side waiters do not exist here */
   fk_streams_after_fork();
   for (int i = 0; i < FK_NSYMS; i++)

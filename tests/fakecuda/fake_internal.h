@@ -112,6 +112,7 @@ void *fk_pages_alloc(size_t len, size_t *maplen);
 void fk_pages_free(void *p, size_t maplen);
 void fk_mem_fork_prepare(void); /* write-lock the memory tables around fork() */
 void fk_mem_fork_release(void);
+void fk_mem_fork_child(void);   /* child: fresh memory-table locks */
 
 /* ---- Transfers and the DMA engine (fake_dma.c) ---------------------------------------------- */
 

@@ -131,6 +131,16 @@ void fk_mem_fork_release(void)
   pthread_rwlock_unlock(&mem_lock);
 }
 
+/* In the child, a read-write lock whose waiters (parent threads) do not exist here is not safely
+ * unlockable: start both locks afresh. */
+void fk_mem_fork_child(void)
+{
+  pthread_mutex_t fresh_mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_rwlock_t fresh_rw = PTHREAD_RWLOCK_INITIALIZER;
+  stage_mu = fresh_mu;
+  mem_lock = fresh_rw;
+}
+
 void fk_mem_init(void)
 {
   size_t want = fk_cfg.arena_bytes ? fk_cfg.arena_bytes : FK_ARENA_MAX;

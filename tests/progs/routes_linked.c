@@ -44,6 +44,11 @@ int main(void)
 #define LINKED_peer cuMemcpyPeer
 #define LINKED_peer_async cuMemcpyPeerAsync
 #define LINKED_batch cuMemcpyBatchAsync_v2
+#define LINKED_launch_host_func cuLaunchHostFunc
+#define LINKED_begin_capture cuStreamBeginCapture_v2
+#define LINKED_end_capture cuStreamEndCapture
+#define LINKED_graph_instantiate cuGraphInstantiateWithFlags
+#define LINKED_graph_launch cuGraphLaunch
         TEST_DRIVER_FUNCS(X)
 #undef X
     };

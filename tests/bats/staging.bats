@@ -1,0 +1,117 @@
+#!/usr/bin/env bats
+# Staged pageable copies: same bytes as without the shim at every size boundary, stream order kept,
+# async sources reusable at once, no deadlock under contention, pass-through where staging must not
+# happen (capture, refused pinned memory, stage = off, forked child).
+load common
+
+# staged SCENARIO [ENV...]: runs the scenario without and with the shim (JSON summary in s.json).
+staged() {
+    local scenario="$1"
+    shift
+    env "$@" LD_LIBRARY_PATH="$FAKE" "$T/staging" "$scenario" >"$WORK/plain.out" 2>"$WORK/plain.err" || {
+        cat "$WORK/plain.err"; return 1; }
+    local rc=0
+    env "$@" PINSHIM_SUMMARY=json PINSHIM_LOG="$WORK/s.json" LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" \
+        timeout 300 "$T/staging" "$scenario" >"$WORK/shim.out" 2>"$WORK/shim.err" || rc=$?
+    echo "$rc" >"$WORK/shim.rc"
+    show shim
+    [ "$rc" = 0 ]
+}
+
+# staging_field EXPR: evaluates a Python expression over the summary's "staging" object `st`.
+staging_field() {
+    python3 - "$WORK/s.json" "$1" <<'PY'
+import json, sys
+s = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
+st = s["staging"]
+why = {u["reason"]: u for u in st["unstaged"]}
+print(eval(sys.argv[2]))
+PY
+}
+
+SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHIM_STAGE_CHUNK_BYTES=256K PINSHIM_POOL_MAX_BYTES=1M PINSHIM_POOL_SLAB_BYTES=512K"
+
+@test "staged H2D and D2H at every size boundary (small policy): bytes identical, copies staged" {
+    staged sizes $SMALL_POLICY
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" -gt 20 ]
+    [ "$(staging_field 'why["below the staging threshold"]["count"]')" -gt 0 ]
+    [ "$(staging_field 'st["pool_bytes"] <= 1 << 20')" = True ]
+}
+
+@test "staged copies at the default policy's boundaries: bytes identical" {
+    staged sizes
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" -gt 20 ]
+}
+
+@test "staging through the per-thread default stream flavour: bytes identical" {
+    staged sizes $SMALL_POLICY ROUTE=getproc_ptds
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" -gt 20 ]
+}
+
+@test "stream order: staged copies interleaved with pinned copies, D2D and host functions" {
+    staged order FAKECUDA_GBPS=5 PINSHIM_STAGE_MIN_BYTES=1M
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'host functions run: 4' "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" = 8 ]
+}
+
+@test "async staged H2D: the source overwritten right after the call, the device keeps the old data" {
+    staged overwrite FAKECUDA_GBPS=2 $SMALL_POLICY
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" = 2 ]
+}
+
+@test "16 program threads staging at once: bytes identical, no deadlock" {
+    staged threads PINSHIM_STAGE_MIN_BYTES=1M
+    diff <(sort "$WORK/plain.out") <(sort "$WORK/shim.out")
+    [ "$(staging_field 'st["staged_copies"]')" = 192 ]
+}
+
+@test "pool exhaustion: a one-chunk pool shared by 16 threads still completes correctly" {
+    staged threads PINSHIM_STAGE_MIN_BYTES=1M PINSHIM_STAGE_CHUNK_BYTES=256K PINSHIM_POOL_MAX_BYTES=256K PINSHIM_POOL_SLAB_BYTES=256K
+    diff <(sort "$WORK/plain.out") <(sort "$WORK/shim.out")
+    [ "$(staging_field 'st["pool_bytes"]')" = 262144 ]
+    [ "$(staging_field 'st["staged_copies"]')" = 192 ]
+}
+
+@test "pinned memory refused: one warning, copies pass through with identical bytes" {
+    staged sizes FAKECUDA_FAIL=hostalloc $SMALL_POLICY
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(grep -c 'pinned memory for staging was refused' "$WORK/shim.err")" = 1 ]
+    [ "$(staging_field 'st["staged_copies"]')" = 0 ]
+    [ "$(staging_field 'why["no pinned memory"]["count"]')" -gt 0 ]
+}
+
+@test "stream capture: the captured copy passes through and the graph replays it correctly" {
+    staged capture PINSHIM_STAGE_MIN_BYTES=1M
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'why["stream capture"]["count"]')" = 1 ]
+}
+
+@test "fork while staging threads are busy: the child copies in pass-through and exits cleanly" {
+    staged fork
+    grep -q 'fork: child exited 0' "$WORK/shim.err"
+}
+
+@test "stage = off: nothing staged, every candidate counted as not staged" {
+    staged sizes PINSHIM_STAGE=off
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" = 0 ]
+    [ "$(staging_field 'why["stage = off"]["count"]')" -gt 0 ]
+}
+
+@test "2D copies of pageable memory are counted as not staged, with the reason" {
+    PINSHIM_SUMMARY=json PINSHIM_LOG="$WORK/s.json" PINSHIM_STAGE_MIN_BYTES=4K run_app shim shim "$T/routes" getproc
+    show shim
+    [ "$(staging_field 'why["2D/3D/batch copy"]["count"]')" -ge 2 ]
+}
+
+@test "the text summary reports staging and the pool" {
+    PINSHIM_STAGE_MIN_BYTES=64K run_app shim shim "$T/demo"
+    show shim
+    grep -Eq '^==[0-9]+== h2d +pageable +1.0 MiB-4.0 MiB +staged +8 ' "$WORK/shim.err"
+    grep -Eq '^==[0-9]+== staging: [0-9]+ copies \(.*\) through the pinned pool; pool [0-9.]+ MiB \(high water' "$WORK/shim.err"
+}

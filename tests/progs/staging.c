@@ -1,0 +1,256 @@
+/* staging.c: scenarios for staged pageable copies, each comparing bytes bit for bit.
+ *   staging sizes    - H2D and D2H, sync, async and unified, at every size boundary of the staging
+ *                      policy (read from the same PINSHIM_* variables the shim reads), unaligned
+ *   staging order    - staged copies interleaved with pinned copies and host functions on a stream
+ *   staging overwrite- the source of an async staged H2D is overwritten right after the call
+ *   staging threads  - 16 program threads staging at once
+ *   staging fork     - fork while staging threads are busy; the child copies (pass-through)
+ *   staging capture  - a pageable copy during stream capture (must pass through; graph replays it)
+ * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static struct test_driver d;
+static CUcontext ctx;
+
+static size_t env_size(const char *name, size_t fallback)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return fallback;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    switch (*end) {
+    case 'K': case 'k': n <<= 10; break;
+    case 'M': case 'm': n <<= 20; break;
+    case 'G': case 'g': n <<= 30; break;
+    }
+    return (size_t)n;
+}
+
+static void setup(void)
+{
+    test_driver_load(&d, getenv("ROUTE") ? getenv("ROUTE") : "getproc");
+    CUdevice dev;
+    CHECK(d.init(0));
+    CHECK(d.device_get(&dev, 0));
+    CHECK(d.primary_retain(&ctx, dev));
+    CHECK(d.ctx_set(ctx));
+}
+
+static void expect_same(const char *what, size_t n, const void *a, const void *b)
+{
+    if (memcmp(a, b, n) != 0) {
+        fprintf(stderr, "MISMATCH: %s (%zu bytes)\n", what, n);
+        exit(1);
+    }
+}
+
+/* One round trip of n bytes through the given API style, from and to unaligned pageable buffers. */
+static void round_trip(size_t n, int style, CUstream s, uint32_t seed)
+{
+    unsigned char *src_block = malloc(n + 16), *dst_block = malloc(n + 16);
+    unsigned char *src = src_block + 3, *dst = dst_block + 5;
+    CUdeviceptr dev;
+    CHECK(d.mem_alloc(&dev, n + 8));
+    test_fill(src, n, seed);
+    memset(dst, 0xEE, n);
+    switch (style) {
+    case 0: /* sync */
+        CHECK(d.htod(dev + 8, src, n));
+        CHECK(d.dtoh(dst, dev + 8, n));
+        break;
+    case 1: /* async on a created stream */
+        CHECK(d.htod_async(dev + 8, src, n, s));
+        CHECK(d.dtoh_async(dst, dev + 8, n, s));
+        CHECK(d.stream_sync(s));
+        break;
+    case 2: /* unified entry points */
+        CHECK(d.memcpy(dev + 8, (CUdeviceptr)src, n));
+        CHECK(d.memcpy_async((CUdeviceptr)dst, dev + 8, n, NULL));
+        CHECK(d.stream_sync(NULL));
+        break;
+    }
+    expect_same("round trip", n, src, dst);
+    printf("size %9zu style %d hash %016llx\n", n, style, (unsigned long long)test_hash(dst, n));
+    CHECK(d.mem_free(dev));
+    free(src_block);
+    free(dst_block);
+}
+
+static int scenario_sizes(void)
+{
+    size_t min = env_size("PINSHIM_STAGE_MIN_BYTES", 8u << 20);
+    size_t d2h_min = env_size("PINSHIM_STAGE_D2H_MIN_BYTES", 64u << 10);
+    size_t chunk = env_size("PINSHIM_STAGE_CHUNK_BYTES", 16u << 20);
+    size_t cap = env_size("PINSHIM_POOL_MAX_BYTES", 64u << 20);
+    size_t sizes[] = {1, 4095, 4096, d2h_min - 1, d2h_min, d2h_min + 1, min - 1, min, min + 1, chunk - 1, chunk,
+                      chunk + 1, 3 * chunk + 17, cap - 1, cap, cap + 1, 2 * cap + 4097};
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (int style = 0; style < 3; style++)
+            round_trip(sizes[i], style, s, (uint32_t)(i * 3 + (size_t)style));
+    return 0;
+}
+
+static void CUDA_CB note(void *arg) { (*(int *)arg)++; }
+
+static int scenario_order(void)
+{
+    const size_t n = (6u << 20) + 5;
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    unsigned char *x = malloc(n), *y = malloc(n);
+    void *pinned;
+    CUdeviceptr a, b;
+    CHECK(d.host_alloc(&pinned, n, 0));
+    CHECK(d.mem_alloc(&a, n));
+    CHECK(d.mem_alloc(&b, n));
+    int notes = 0;
+    for (int round = 0; round < 4; round++) {
+        test_fill(x, n, (uint32_t)round + 10);
+        test_fill(pinned, n, (uint32_t)round + 20);
+        CHECK(d.htod_async(a, x, n, s));                   /* staged */
+        CHECK(d.launch_host_func(s, note, &notes));
+        CHECK(d.htod_async(b, pinned, n, s));              /* pinned, passes */
+        CHECK(d.dtod_async(b, a, n / 2, s));               /* device: first half of a over b */
+        memset(y, 0, n);
+        CHECK(d.dtoh_async(y, b, n, s));                   /* staged, waits */
+        if (memcmp(y, x, n / 2) != 0 || memcmp(y + n / 2, (char *)pinned + n / 2, n - n / 2) != 0) {
+            fprintf(stderr, "MISMATCH: stream order, round %d\n", round);
+            return 1;
+        }
+        printf("order round %d hash %016llx\n", round, (unsigned long long)test_hash(y, n));
+    }
+    CHECK(d.stream_sync(s));
+    printf("host functions run: %d\n", notes);
+    return notes == 4 ? 0 : 1;
+}
+
+static int scenario_overwrite(void)
+{
+    const size_t n = (20u << 20) + 3;
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    unsigned char *src = malloc(n), *want = malloc(n), *got = malloc(n);
+    CUdeviceptr a;
+    CHECK(d.mem_alloc(&a, n));
+    test_fill(src, n, 77);
+    memcpy(want, src, n);
+    CHECK(d.htod_async(a, src, n, s));
+    memset(src, 0, n); /* allowed: a pageable async H2D has consumed its source when it returns */
+    CHECK(d.stream_sync(s));
+    CHECK(d.dtoh(got, a, n));
+    expect_same("source overwritten after async H2D", n, want, got);
+    printf("overwrite: device kept the old data, hash %016llx\n", (unsigned long long)test_hash(got, n));
+    return 0;
+}
+
+static void *thread_copies(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    CHECK(d.ctx_set(ctx));
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    for (int i = 0; i < 6; i++)
+        round_trip((3u << 20) + (size_t)t * 4099 + (size_t)i, i % 2, s, (uint32_t)(t * 100 + i));
+    return NULL;
+}
+
+static int scenario_threads(void)
+{
+    pthread_t threads[16];
+    for (int t = 0; t < 16; t++)
+        pthread_create(&threads[t], NULL, thread_copies, (void *)(intptr_t)t);
+    for (int t = 0; t < 16; t++)
+        pthread_join(threads[t], NULL);
+    printf("16 threads done\n");
+    return 0;
+}
+
+static volatile int stop_background;
+
+static void *background(void *arg)
+{
+    (void)arg;
+    CHECK(d.ctx_set(ctx));
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    for (int i = 0; !stop_background; i++)
+        round_trip(5u << 20, i % 2, s, (uint32_t)i);
+    return NULL;
+}
+
+static int scenario_fork(void)
+{
+    setvbuf(stdout, NULL, _IONBF, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, background, NULL);
+    usleep(20000);
+    freopen("/dev/null", "w", stdout); /* the background thread's lines vary in number */
+    pid_t child = fork();
+    if (child == 0) {
+        /* only this thread exists here; copies pass through the shim untouched */
+        const size_t n = 3u << 20;
+        unsigned char *src = malloc(n), *dst = malloc(n);
+        CUdeviceptr dev;
+        CHECK(d.ctx_set(ctx));
+        CHECK(d.mem_alloc(&dev, n));
+        test_fill(src, n, 5);
+        CHECK(d.htod(dev, src, n));
+        CHECK(d.dtoh(dst, dev, n));
+        _exit(memcmp(src, dst, n) == 0 ? 0 : 3);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    stop_background = 1;
+    pthread_join(t, NULL);
+    freopen("/dev/stderr", "w", stdout);
+    fprintf(stderr, "fork: child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static int scenario_capture(void)
+{
+    const size_t n = 4u << 20;
+    CUstream s;
+    CHECK(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
+    unsigned char *src = malloc(n), *dst = malloc(n);
+    CUdeviceptr a;
+    CHECK(d.mem_alloc(&a, n));
+    test_fill(src, n, 31);
+    CUgraph g;
+    CUgraphExec exec;
+    CHECK(d.begin_capture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(d.htod_async(a, src, n, s));
+    CHECK(d.end_capture(s, &g));
+    CHECK(d.graph_instantiate(&exec, g, 0));
+    test_fill(src, n, 32); /* a graph reads its pageable source at replay time */
+    CHECK(d.graph_launch(exec, s));
+    CHECK(d.stream_sync(s));
+    CHECK(d.dtoh(dst, a, n));
+    expect_same("captured copy replayed", n, src, dst);
+    printf("capture: replay copied the current source, hash %016llx\n", (unsigned long long)test_hash(dst, n));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture\n");
+        return 2;
+    }
+    setup();
+    if (!strcmp(argv[1], "sizes")) return scenario_sizes();
+    if (!strcmp(argv[1], "order")) return scenario_order();
+    if (!strcmp(argv[1], "overwrite")) return scenario_overwrite();
+    if (!strcmp(argv[1], "threads")) return scenario_threads();
+    if (!strcmp(argv[1], "fork")) return scenario_fork();
+    if (!strcmp(argv[1], "capture")) return scenario_capture();
+    fprintf(stderr, "unknown scenario %s\n", argv[1]);
+    return 2;
+}
