@@ -1,0 +1,269 @@
+#!/usr/bin/env bats
+# scripts/pinshim-report on the hand-written logs in tests/report: tables whose numbers were
+# computed by hand, several processes, bad lines skipped with FILE:LINE, exit status 2 for input
+# it cannot use, an HTML page that escapes what logs say and renders in a browser, a Chrome trace.
+load common
+REPORT="$ROOT/scripts/pinshim-report"
+LOGS="$ROOT/tests/report"
+
+# report NAME ARGS...: stdout, stderr and exit status in $WORK/NAME.{out,err,rc}.
+report() {
+    local name="$1"
+    shift
+    local rc=0
+    "$REPORT" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" || rc=$?
+    echo "$rc" >"$WORK/$name.rc"
+    show "$name"
+}
+
+@test "report: one process's tables match the numbers computed by hand" {
+    report one "$LOGS/cluster/rank0.jsonl"
+    [ "$(cat "$WORK/one.rc")" = 0 ]
+    [ ! -s "$WORK/one.err" ]
+    o="$WORK/one.out"
+    grep -q '^pinshim-report: 1 process from 1 log file (hosts: node1; ranks: 0)$' "$o"
+    # sizes (MB): h2d pageable 1, 2, 3 MB; d2h pinned 4, 4 MB; h2d pinned 0.5 MB
+    grep -Eq '^ +6\.000 +3 +2\.000 +2\.000 +1\.000 +3\.000 +1\.000  h2d pageable$' "$o"
+    grep -Eq '^ +8\.000 +2 +4\.000 +4\.000 +4\.000 +4\.000 +0\.000  d2h pinned$' "$o"
+    grep -Eq '^ +0\.500 +1 +0\.500 +0\.500 +0\.500 +0\.500 +0\.000  h2d pinned$' "$o"
+    # host times (ns): 100k, 300k, 200k | 50k, 70k | 10k; total 730k
+    grep -Eq '^ +82\.2 +600,000 +3 +200,000\.0 +200,000\.0 +100,000 +300,000 +100,000\.0  h2d pageable$' "$o"
+    grep -Eq '^ +16\.4 +120,000 +2 +60,000\.0 +60,000\.0 +50,000 +70,000 +14,142\.1  d2h pinned$' "$o"
+    grep -Eq '^ +1\.4 +10,000 +1 +10,000\.0 +10,000\.0 +10,000 +10,000 +0\.0  h2d pinned$' "$o"
+    # device times exist for the two d2h pinned copies only: 80k and 90k
+    grep -q '^\*\* Copy time by operation (device time of the copy):$' "$o"
+    grep -Eq '^ +100\.0 +170,000 +2 +85,000\.0 +85,000\.0 +80,000 +90,000 +7,071\.1  d2h pinned$' "$o"
+    # the process: 6 copies, 14.5 MB in 730 us = 19.86 GB/s
+    grep -Eq '^ +1001  0 +node1 +6 +14\.500 +730\.0 +19\.86 +0  complete +\./train$' "$o"
+    # call sites: libtorch 400k of 730k ns
+    grep -Eq '^ +54\.8 +400\.0 +2 +3\.000 +1  pageable 2 +libtorch_cuda\.so\+0x1a2b3c  at::native::copy_$' "$o"
+    grep -Eq '^ +1  +150\.0  pin-hot-buffer  h2d pageable copies at libtorch_cuda\.so\+0x1a2b3c' "$o"
+}
+
+@test "report: several processes: totals, summary-only and killed processes, advice deduplicated" {
+    report all "$LOGS/cluster"
+    [ "$(cat "$WORK/all.rc")" = 0 ]
+    o="$WORK/all.out"
+    grep -q '^pinshim-report: 4 processes from 4 log files (hosts: node1, node2; ranks: 0, 1, 2, 3)$' "$o"
+    # h2d pageable: 3 + 2 + 2 records (6 + 2 + 4 MB) and a summary row of 10 (20 MB): no distribution
+    grep -Eq '^ +32\.000 +17 +1\.882 +- +- +- +-  h2d pageable$' "$o"
+    grep -Eq '^ +20\.000 +10 +2\.000 +- +- +- +-  d2h pageable$' "$o"
+    # d2h pinned: 50k, 70k (rank 0) and 40k (rank 1); 160k of 7,370k ns in all
+    grep -Eq '^ +2\.2 +160,000 +3 +53,333\.3 +50,000\.0 +40,000 +70,000 +15,275\.3  d2h pinned$' "$o"
+    grep -Eq '^ +54\.3 +4,000,000 +10 +400,000\.0 +- +- +- +-  d2h pageable$' "$o"
+    grep -q "some processes logged only their summary" "$o"
+    grep -Eq '^ +1002  1 +node1 +3 +6\.000 +240\.0 +25\.00 +1  complete +\./train$' "$o"
+    grep -Eq '^ +2001  2 +node2 +2 +4\.000 +400\.0 +10\.00 +-  no summary \(killed\?\) +\./train$' "$o"
+    grep -Eq '^ +2002  3 +node2 +20 +40\.000 +6,000\.0 +6\.67 +0  summary only +\./train$' "$o"
+    # load_batch: rank 0 (1 record), rank 2 (2 records), rank 3 (summary site of 10)
+    grep -Eq '^ +35\.3 +2,600\.0 +13 +27\.000 +3  pageable 13 +train\+0x4010  load_batch$' "$o"
+    # the same advice from ranks 0 and 1 is one row: 2 processes, 150 + 50 us
+    grep -Eq '^ +2 +200\.0  pin-hot-buffer  h2d pageable copies at libtorch' "$o"
+    [ "$(grep -c 'h2d pageable copies at libtorch' "$o")" = 1 ]
+}
+
+@test "report: a corrupt, a truncated and an invalid line are reported with file and line, and skipped" {
+    report all "$LOGS/cluster"
+    e="$WORK/all.err"
+    grep -q "^pinshim-report: $LOGS/cluster/rank1.jsonl:3: transfer record: field 'bytes' missing or not a non-negative integer; line skipped$" "$e"
+    grep -q "^pinshim-report: $LOGS/cluster/rank1.jsonl:4: not valid JSON (.*); line skipped$" "$e"
+    grep -q "^pinshim-report: $LOGS/cluster/killed.jsonl:4: truncated last line (the file ends inside a record); line skipped$" "$e"
+    grep -q "^pinshim-report: $LOGS/cluster/killed.jsonl: pid 2001 rank 2 on node2 (./train) has no summary record: the process did not exit normally (killed?); using its 2 transfer records$" "$e"
+    [ "$(wc -l <"$e")" = 4 ]
+}
+
+@test "report: files, folders and glob patterns; a file named twice is read once" {
+    report glob "$LOGS/cluster/rank*.jsonl"
+    grep -q '^pinshim-report: 2 processes from 2 log files' "$WORK/glob.out"
+    report twice "$LOGS/cluster/rank0.jsonl" "$LOGS/cluster" "$LOGS/cluster/rank0.jsonl"
+    grep -q '^pinshim-report: 4 processes from 4 log files' "$WORK/twice.out"
+}
+
+@test "report: input it cannot use is a clear message and exit status 2" {
+    mkdir "$WORK/empty"
+    report empty "$WORK/empty"
+    [ "$(cat "$WORK/empty.rc")" = 2 ]
+    grep -qx "pinshim-report: $WORK/empty: no \*.jsonl log in this folder" "$WORK/empty.err"
+    report nomatch "$WORK/empty/*.jsonl"
+    [ "$(cat "$WORK/nomatch.rc")" = 2 ]
+    grep -qx "pinshim-report: $WORK/empty/\*.jsonl: no file matches" "$WORK/nomatch.err"
+    report nofile "$WORK/absent.jsonl"
+    [ "$(cat "$WORK/nofile.rc")" = 2 ]
+    grep -qx "pinshim-report: $WORK/absent.jsonl: no such file or folder" "$WORK/nofile.err"
+    report v2 "$LOGS/bad/format2.jsonl"
+    [ "$(cat "$WORK/v2.rc")" = 2 ]
+    grep -q "^pinshim-report: $LOGS/bad/format2.jsonl: log format 2; this pinshim-report reads format 1 only" "$WORK/v2.err"
+    report other "$LOGS/bad/notalog.jsonl"
+    [ "$(cat "$WORK/other.rc")" = 2 ]
+    grep -q "^pinshim-report: $LOGS/bad/notalog.jsonl:1: not a pinshim log" "$WORK/other.err"
+    report text "$LOGS/bad/notes.txt"
+    [ "$(cat "$WORK/text.rc")" = 2 ]
+    grep -q "^pinshim-report: $LOGS/bad/notes.txt:1: not a pinshim log (the first line is not a pinshim header" "$WORK/text.err"
+    : >"$WORK/empty/zero.jsonl"
+    report zero "$WORK/empty"
+    [ "$(cat "$WORK/zero.rc")" = 2 ]
+    grep -qx "pinshim-report: $WORK/empty/zero.jsonl: empty file, not a pinshim log" "$WORK/zero.err"
+    # one bad file among good ones: every bad file named, no report
+    report mixed "$LOGS/cluster" "$LOGS/bad"
+    [ "$(cat "$WORK/mixed.rc")" = 2 ]
+    [ ! -s "$WORK/mixed.out" ]
+    grep -q 'format2.jsonl: log format 2' "$WORK/mixed.err"
+    grep -q 'notalog.jsonl:1: not a pinshim log' "$WORK/mixed.err"
+}
+
+@test "report: HTML is one self-contained page; strings from logs are escaped" {
+    report evil "$LOGS/evil" --html "$WORK/evil.html"
+    [ "$(cat "$WORK/evil.rc")" = 0 ]
+    [ ! -s "$WORK/evil.out" ]
+    grep -qx "pinshim-report: wrote $WORK/evil.html" "$WORK/evil.err"
+    h="$WORK/evil.html"
+    ! grep -qi '<script' "$h" || false
+    ! grep -qi '<img' "$h" || false
+    ! grep -q '<b>host' "$h" || false
+    ! grep -q '<i>kind' "$h" || false
+    grep -q '&lt;script&gt;alert(1)&lt;/script&gt;' "$h"
+    grep -q '&lt;/td&gt;&lt;script&gt;alert(5)&lt;/script&gt; &amp; more' "$h"
+    grep -q '0&quot;&gt;&lt;script&gt;alert(2)' "$h"
+    grep -q 'data-kind="&lt;i&gt;kind&lt;/i&gt;"' "$h"
+    # nothing fetched: no src/href attributes, no url(), no @import; the only URL is SVG's namespace
+    ! grep -Eqi '<[^>]*[[:space:]](src|href)=|url\(|@import' "$h" || false
+    [ -z "$(grep -oE 'https?://[^"]*' "$h" | grep -v '^http://www.w3.org/2000/svg$')" ]
+}
+
+@test "report: HTML charts: bandwidth per kind with axis labels and legend, bars by kind, timeline rows" {
+    report page "$LOGS/cluster" --html "$WORK/page.html" --text
+    grep -q '^\*\* Copy sizes by operation' "$WORK/page.out"
+    h="$WORK/page.html"
+    grep -q '<svg class="chart" id="bandwidth"' "$h"
+    grep -q '<g class="series" data-kind="pageable"' "$h"
+    grep -q '<g class="series" data-kind="pinned"' "$h"
+    grep -q 'copy size (bytes, log scale)' "$h"
+    grep -q 'achieved bandwidth (GB/s' "$h"
+    [ "$(grep -o '<g class="legend-item">' "$h" | wc -l)" = 4 ]      # 2 kinds x (scatter + timeline)
+    grep -q 'id="bytes-by-kind"' "$h"
+    grep -q 'id="time-by-kind"' "$h"
+    # one point per transfer record (6 + 3 + 2) and per summary-only row (2)
+    [ "$(grep -o '<circle ' "$h" | wc -l)" = 13 ]
+    [ "$(grep -o '<g class="process-row"' "$h" | wc -l)" = 4 ]
+    grep -q 'no transfer records (summary only)' "$h"
+}
+
+@test "report: the Chrome trace has one X event per transfer record, same ts and dur, and names its tracks" {
+    report trace "$LOGS/cluster" --trace "$WORK/trace.json"
+    [ "$(cat "$WORK/trace.rc")" = 0 ]
+    python3 - "$WORK/trace.json" "$LOGS"/cluster/*.jsonl <<'PY'
+import json, sys
+trace = json.load(open(sys.argv[1]))
+events = trace["traceEvents"]
+# the records, read here on their own: lines that parse and have integer bytes
+expected, starts = [], {}
+for path in sys.argv[2:]:
+    for line in open(path):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r["type"] == "header":
+            pid, start = r["pid"], r["start_wall_ns"]
+            starts[pid] = start
+        elif r["type"] == "transfer" and isinstance(r.get("bytes"), int):
+            expected.append((pid, start, r))
+base = min(starts.values())
+xs = [e for e in events if e["ph"] == "X"]
+assert len(xs) == len(expected) == 11, (len(xs), len(expected))
+got = {(e["pid"], e["args"]["seq"]): e for e in xs}
+for pid, start, r in expected:
+    e = got[(pid, r["seq"])]
+    assert abs(e["ts"] - (start - base + r["t_ns"]) / 1e3) < 1e-6, (e, r)
+    assert abs(e["dur"] - r["host_ns"] / 1e3) < 1e-6, (e, r)
+    assert e["args"]["bytes"] == r["bytes"] and e["args"]["host_kind"] == r["host_kind"]
+    for k in ("action", "entry", "site", "src_kind", "dst_kind"):
+        assert e["args"][k] == r[k], (k, e, r)
+meta = [e for e in events if e["ph"] == "M"]
+names = {e["pid"]: e["args"]["name"] for e in meta if e["name"] == "process_name"}
+assert names[1001] == "./train (rank 0, node1, pid 1001)", names
+assert names[2002].startswith("./train (rank 3"), names
+threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in meta if e["name"] == "thread_name"}
+assert sorted(v for (p, t), v in threads.items() if p == 1001) == ["stream 0x1", "stream 0x2", "thread 1001"], threads
+for e in xs:   # every X event sits on a named track
+    assert (e["pid"], e["tid"]) in threads, e
+    want = "stream " + e["args"]["stream"] if e["args"]["async"] else None
+    assert want is None or threads[(e["pid"], e["tid"])] == want
+PY
+}
+
+@test "report: the HTML renders in headless chromium: non-blank, chart colours drawn, SVG in the DOM, no script errors" {
+    command -v chromium >/dev/null 2>&1 || skip "chromium is not installed (scripts/install-test-deps.sh installs it as root)"
+    report page "$LOGS/cluster" --html "$WORK/page.html"
+    flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
+           --disable-component-update --disable-sync --enable-logging=stderr --v=0)
+    timeout 30 chromium "${flags[@]}" --user-data-dir="$(mktemp -d "$WORK/chr.XXXXXX")" \
+        --screenshot="$WORK/page.png" --window-size=1200,1600 "file://$WORK/page.html" 2>"$WORK/shot.err" || {
+        cat "$WORK/shot.err"; false; }
+    timeout 30 chromium "${flags[@]}" --user-data-dir="$(mktemp -d "$WORK/chr.XXXXXX")" \
+        --dump-dom "file://$WORK/page.html" >"$WORK/dom.html" 2>"$WORK/dom.err" || { cat "$WORK/dom.err"; false; }
+    ! grep -E 'CONSOLE|Uncaught' "$WORK/shot.err" "$WORK/dom.err" || false
+    for kind in pageable pinned; do
+        grep -q "<g class=\"series\" data-kind=\"$kind\"" "$WORK/dom.html"
+        grep -q "<rect class=\"copy\" data-kind=\"$kind\"" "$WORK/dom.html"
+    done
+    grep -q 'id="timeline"' "$WORK/dom.html"
+    ! grep -qi '<script' "$WORK/page.html" || false
+    python3 - "$WORK/page.png" <<'PY'
+import struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+pos, idat, head = 8, b"", None
+while pos < len(data):
+    length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+    body = data[pos + 8:pos + 8 + length]
+    if kind == b"IHDR":
+        head = struct.unpack(">IIBBBBB", body)
+    elif kind == b"IDAT":
+        idat += body
+    pos += 12 + length
+width, height, depth, ctype = head[:4]
+assert depth == 8 and ctype in (2, 6), head
+bpp = 3 if ctype == 2 else 4
+raw, stride = zlib.decompress(idat), width * bpp
+rows, prev, pos = [], bytearray(stride), 0
+for _ in range(height):  # undo the PNG row filters
+    f, line = raw[pos], bytearray(raw[pos + 1:pos + 1 + stride])
+    pos += 1 + stride
+    for i in range(stride):
+        a = line[i - bpp] if i >= bpp else 0
+        b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+        if f == 1: line[i] = (line[i] + a) & 255
+        elif f == 2: line[i] = (line[i] + b) & 255
+        elif f == 3: line[i] = (line[i] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c
+            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    rows.append(bytes(line))
+    prev = line
+colours = set()
+for line in rows[::4]:
+    for i in range(0, stride, bpp * 2):
+        colours.add(line[i:i + 3])
+assert len(colours) > 10, "the page looks blank: %d colours" % len(colours)
+for name, rgb in (("pageable red", b"\xd6\x27\x28"), ("pinned green", b"\x2c\xa0\x2c")):
+    assert rgb in colours, "no %s pixel: the charts did not render" % name
+print("%dx%d, %d colours" % (width, height, len(colours)))
+PY
+}
+
+@test "report: end to end: the runner's log of the demo, read back: every copy in the tables and the trace" {
+    LD_LIBRARY_PATH="$FAKE" "$ROOT/scripts/pinshim" --log "$WORK/logs" -- "$T/demo" >/dev/null 2>"$WORK/run.err"
+    f=$(ls "$WORK"/logs/pinshim-*.jsonl)
+    head -n 1 "$f" | grep -q '"type":"header"' ||
+        skip "this build of libpinshim.so does not write per-transfer logs yet"
+    report demo "$WORK/logs" --trace "$WORK/trace.json" --text
+    [ "$(cat "$WORK/demo.rc")" = 0 ]
+    [ ! -s "$WORK/demo.err" ] || [ "$(grep -vc 'wrote ' "$WORK/demo.err")" = 0 ]
+    # demo: 5 sizes x 8 rounds x 4 copies (h2d/d2h, pageable/pinned)
+    grep -Eq "^ +[0-9]+  na +$(hostname) +160 +" "$WORK/demo.out"
+    [ "$(grep -c '"type":"transfer"' "$f")" = 160 ]
+    python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["traceEvents"]; n=sum(x["ph"]=="X" for x in e); assert n==160, n' \
+        "$WORK/trace.json"
+}
