@@ -140,6 +140,13 @@ static _Unwind_Reason_Code walk_step(struct _Unwind_Context *ctx, void *arg)
 
 const struct callsite *callsite_capture(void)
 {
+    /* Fast path: the wrapper's caller is already a program frame (driver API users). */
+    uintptr_t hint = pinshim_caller;
+    if (hint) {
+        const struct callsite *e = lookup(hint);
+        if (e && __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == STATE_SITE)
+            return e;
+    }
     if (unwind_backtrace) {
         struct walk w = {0, NULL};
         unwind_backtrace(walk_step, &w);

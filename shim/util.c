@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 __thread int pinshim_depth __attribute__((tls_model("initial-exec")));
+__thread uintptr_t pinshim_caller __attribute__((tls_model("initial-exec")));
 
 void pinshim_warn(const char *fmt, ...)
 {
