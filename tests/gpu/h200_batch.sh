@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# h200_batch.sh: everything this project measures and checks on the GPU machine, in one call
+# (device time is scarce). Writes results under $OUT (default /tmp/pinshim-gpu) and prints the
+# tables last. Usage, from the repository root: bash tests/gpu/h200_batch.sh
+set -u
+OUT=${OUT:-/tmp/pinshim-gpu}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/../.." || exit 1
+echo "== machine"; nvidia-smi -L; nproc
+make -s all build/tests/demo 2>&1 | tail -3
+echo "== gpu tests (CUDA C static/shared/per-thread runtime, PyTorch)"
+OUT="$OUT" bash tests/gpu/run.sh | grep -v '^ok'
+echo "== JAX and CuPy under the shim"
+bash tests/gpu/frameworks.sh
+echo "== runner and report on a real PyTorch run"
+rm -rf /tmp/pinshim-logs
+scripts/pinshim --log /tmp/pinshim-logs -- python3 tests/gpu/torch_copies.py >/dev/null
+scripts/pinshim-report /tmp/pinshim-logs --html "$OUT/report.html" --trace "$OUT/trace.json" | head -40
+python3 -c "import json,sys; t=json.load(open(sys.argv[1])); print('trace events:', len(t['traceEvents']))" "$OUT/trace.json"
+echo "== pass-through overhead, summary only"
+BENCH_PAIRS=7 bash tests/bench/run_passthrough.sh | tail -2
+echo "== pass-through overhead, logging every transfer"
+BENCH_PAIRS=7 BENCH_EXTRA_ENV="PINSHIM_LOG=/tmp/pinshim-bench.jsonl" bash tests/bench/run_passthrough.sh | tail -2
+echo "== staging: pageable copies, no shim vs shim (defaults)"
+OUT="$OUT" bash tests/bench/run_staging.sh
