@@ -9,6 +9,7 @@ const char *const copy_dir_names[DIR_COUNT] = {"h2d", "d2h", "d2d", "h2h", "peer
 const char *const copy_action_names[ACTION_COUNT] = {"pass", "staged"};
 const char *const unstaged_reason_names[UNSTAGED_COUNT] = {"none", "below the staging threshold", "2D/3D/batch copy",
                                                            "stream capture", "device range check", "no pinned memory",
+                                                           "pool being allocated",
                                                            "forked child", "stage = off"};
 
 static bool side_is_host(enum host_kind k) { return memkind_is_host(k) || k == KIND_UNKNOWN; }

@@ -29,6 +29,7 @@ enum unstaged_reason {
     UNSTAGED_CAPTURE,  /* the stream is capturing */
     UNSTAGED_RANGE,    /* the device range is not inside one allocation: the driver's error stands */
     UNSTAGED_POOL,     /* pinned memory unavailable */
+    UNSTAGED_WARMUP,   /* the pool's first slab is still being allocated (in the background) */
     UNSTAGED_CHILD,    /* forked child: no CUDA calls from the shim */
     UNSTAGED_DISABLED, /* stage = off */
     UNSTAGED_COUNT

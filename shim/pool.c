@@ -4,6 +4,7 @@
 #include "pool.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@ struct driver_fns {
     CUresult (*event_query)(CUevent);
     CUresult (*event_sync)(CUevent);
     CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*ctx_set_current)(CUcontext);
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -42,9 +44,10 @@ static bool resolve(void)
     fns.event_query = (CUresult(*)(CUevent))real_driver_symbol("cuEventQuery");
     fns.event_sync = (CUresult(*)(CUevent))real_driver_symbol("cuEventSynchronize");
     fns.ctx_get_current = (CUresult(*)(CUcontext *))real_driver_symbol("cuCtxGetCurrent");
+    fns.ctx_set_current = (CUresult(*)(CUcontext))real_driver_symbol("cuCtxSetCurrent");
     resolved = true;
     if (!fns.host_alloc || !fns.event_create || !fns.event_destroy || !fns.event_record || !fns.event_query ||
-        !fns.event_sync || !fns.ctx_get_current) {
+        !fns.event_sync || !fns.ctx_get_current || !fns.ctx_set_current) {
         broken = true;
         pinshim_warn("warning: the CUDA driver lacks a function staging needs; pageable copies pass through");
     }
@@ -136,6 +139,51 @@ static bool grow(void)
     return true;
 }
 
+/* Background growth: cuMemHostAlloc takes milliseconds (35 ms for 64 MiB on the H200), so by
+ * default no copy waits for it. A thread allocates the slab in the requesting thread's context;
+ * meanwhile copies pass through (first slab) or wait for chunks in flight (later slabs). */
+static void *grow_thread(void *arg)
+{
+    pinshim_enter(); /* the shim's own driver calls: never counted, never re-wrapped */
+    fns.ctx_set_current((CUcontext)arg);
+    pthread_mutex_lock(&lock);
+    grow();
+    growing = false; /* also when grow() gave up early */
+    pthread_cond_broadcast(&chunk_returned);
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+/* Starts a grow thread (caller holds the lock). False when it cannot: the caller grows inline. */
+static bool grow_in_background(void)
+{
+    CUcontext ctx = NULL;
+    if (fns.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)
+        return false;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pthread_t t;
+    growing = true;
+    int r = pthread_create(&t, &attr, grow_thread, ctx);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (r != 0)
+        growing = false;
+    return r == 0;
+}
+
+bool pool_warming(void)
+{
+    pthread_mutex_lock(&lock);
+    bool warming = growing && total_bytes == 0;
+    pthread_mutex_unlock(&lock);
+    return warming;
+}
+
 /* The event of c in the current context, created on first need. */
 static CUresult chunk_event(struct pool_chunk *c)
 {
@@ -222,10 +270,17 @@ struct pool_chunk *pool_acquire(bool wait)
                 pthread_mutex_unlock(&lock);
                 return c;
             }
-        if (!growing && total_bytes < max_bytes && grow())
-            continue;
-        if (broken || (total_bytes == 0 && !growing)) {
-            pthread_mutex_unlock(&lock); /* refused, or nothing will ever come back */
+        if (!growing && total_bytes < max_bytes) {
+            if (pinshim_policy.pool_grow_inline || !grow_in_background()) {
+                if (grow())
+                    continue;
+            }
+        }
+        if (broken || (total_bytes == 0 && !(growing && pinshim_policy.pool_grow_inline))) {
+            /* refused, nothing will ever come back, or the first slab is still being allocated in
+             * the background: this copy passes through rather than wait milliseconds (inline
+             * growth by another thread is waited for below) */
+            pthread_mutex_unlock(&lock);
             return NULL;
         }
         if (!wait) {

@@ -3,7 +3,8 @@
  * chunks of stage_chunk_bytes and reused for the life of the process. A chunk goes back to the
  * pool with an event recorded behind its last DMA and is handed out again only once that event has
  * completed. Total pinned memory is capped by pool_max_bytes; at the cap, pool_acquire() waits for
- * the oldest chunk in flight.
+ * the oldest chunk in flight. Slabs are allocated by a background thread (pool_grow_inline = off):
+ * until the first one exists, pool_acquire() returns NULL and the copy passes through.
  * Contract: thread-safe. pool_acquire(wait=true) may block only when the caller holds no chunk,
  * which rules out deadlock between stagers. Driver calls are made with the reentrancy depth raised.
  * If pinned memory cannot be had at all the pool turns itself off with one warning. */
@@ -39,6 +40,9 @@ CUresult pool_wait(struct pool_chunk *c);
 
 /* Records c's event on stream without returning the chunk (D2H: the caller copies out later). */
 CUresult pool_record(struct pool_chunk *c, CUstream stream);
+
+/* True while the first slab is being allocated in the background (copies pass through meanwhile). */
+bool pool_warming(void);
 
 /* True while staging can use the pool (false after a refused allocation or in a forked child). */
 bool pool_available(void);

@@ -90,7 +90,7 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
         struct pool_chunk *ch = pool_acquire(true);
         if (!ch) {
             if (off == 0) {
-                c->unstaged = UNSTAGED_POOL;
+                c->unstaged = pool_warming() ? UNSTAGED_WARMUP : UNSTAGED_POOL;
                 return false;
             }
             /* The pool went away mid-copy: the rest goes through the driver, in stream order. */
@@ -157,7 +157,8 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
         }
         if (count == 0) {
             if (status == CUDA_SUCCESS && next_off == 0) {
-                c->unstaged = UNSTAGED_POOL; /* no chunk at all: nothing done yet, let the driver copy */
+                /* no chunk at all: nothing done yet, let the driver copy */
+                c->unstaged = pool_warming() ? UNSTAGED_WARMUP : UNSTAGED_POOL;
                 return false;
             }
             if (status == CUDA_SUCCESS && next_off < bytes) {

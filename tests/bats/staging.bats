@@ -5,9 +5,12 @@
 load common
 
 # staged SCENARIO [ENV...]: runs the scenario without and with the shim (JSON summary in s.json).
+# Slabs are allocated inline so that every candidate is staged and the counts are exact; the
+# background allocation (the default) has its own test.
 staged() {
     local scenario="$1"
     shift
+    set -- PINSHIM_POOL_GROW_INLINE=on "$@"
     env "$@" LD_LIBRARY_PATH="$FAKE" "$T/staging" "$scenario" >"$WORK/plain.out" 2>"$WORK/plain.err" || {
         cat "$WORK/plain.err"; return 1; }
     local rc=0
@@ -114,4 +117,11 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     show shim
     grep -Eq '^==[0-9]+== h2d +pageable +1.0 MiB-4.0 MiB +staged +8 ' "$WORK/shim.err"
     grep -Eq '^==[0-9]+== staging: [0-9]+ copies \(.*\) through the pinned pool; pool [0-9.]+ MiB \(high water' "$WORK/shim.err"
+}
+
+@test "default background slab allocation: the first copies pass through, later ones are staged" {
+    staged sizes $SMALL_POLICY PINSHIM_POOL_GROW_INLINE=off FAKECUDA_GBPS=5
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'why["pool being allocated"]["count"]')" -ge 1 ]
+    [ "$(staging_field 'st["staged_copies"]')" -gt 10 ]
 }
