@@ -2,6 +2,7 @@
  * estimated saving (see advice.h). */
 #define _GNU_SOURCE
 #include "advice.h"
+#include "units.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -98,30 +99,6 @@ static uint64_t saving_ns(const struct bandwidth *bw, uint64_t bytes)
     return (uint64_t)((double)bytes / bw->pageable - (double)bytes / bw->pinned);
 }
 
-static const char *human_bytes(uint64_t v, char *buf, size_t len)
-{
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double x = (double)v;
-    int u = 0;
-    while (x >= 1024 && u < 4) {
-        x /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", x, units[u]);
-    return buf;
-}
-
-static const char *human_ns(uint64_t ns, char *buf, size_t len)
-{
-    if (ns >= 1000000000ull)
-        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
-    else if (ns >= 1000000ull)
-        snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
-    else
-        snprintf(buf, len, "%.2f us", (double)ns / 1e3);
-    return buf;
-}
-
 struct item {
     const char *rule;
     char message[640];
@@ -173,8 +150,8 @@ static size_t compute(struct item *items, size_t max)
         items[n].rule = class_rules[r].rule;
         items[n].saving_ns = saving;
         snprintf(items[n].message, sizeof items[n].message, "%llu %s (%s, %s in the calls); pinning would save "
-                 "about %s (%s)", (unsigned long long)count, class_rules[r].what, human_bytes(total, b1, sizeof b1),
-                 human_ns(ns, b2, sizeof b2), human_ns(saving, b3, sizeof b3), src);
+                 "about %s (%s)", (unsigned long long)count, class_rules[r].what, units_bytes(total, b1, sizeof b1),
+                 units_ns(ns, b2, sizeof b2), units_ns(saving, b3, sizeof b3), src);
         n++;
     }
     const struct callsite *top[16];
@@ -192,8 +169,8 @@ static size_t compute(struct item *items, size_t max)
         snprintf(items[n].message, sizeof items[n].message, "call site %s: %llu copies of pageable memory "
                  "(%s, %s in the calls); pinning its buffers would save about %s (%s)",
                  callsite_text(top[i], where, sizeof where), (unsigned long long)t[i].pageable_count,
-                 human_bytes(bytes[0] + bytes[1], b1, sizeof b1), human_ns(t[i].pageable_ns, b2, sizeof b2),
-                 human_ns(saving, b3, sizeof b3), src);
+                 units_bytes(bytes[0] + bytes[1], b1, sizeof b1), units_ns(t[i].pageable_ns, b2, sizeof b2),
+                 units_ns(saving, b3, sizeof b3), src);
         n++;
         shown++;
     }

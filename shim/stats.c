@@ -1,6 +1,7 @@
 /* stats.c: counters (lock-free) and the one printer for all of them, as a table or as JSON. */
 #define _GNU_SOURCE
 #include "stats.h"
+#include "units.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -147,38 +148,14 @@ static void json_string(struct out *o, const char *s)
     outf(o, "\"");
 }
 
-static const char *human_bytes(uint64_t v, char *buf, size_t len)
-{
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double x = (double)v;
-    int u = 0;
-    while (x >= 1024 && u < 4) {
-        x /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", x, units[u]);
-    return buf;
-}
-
-static const char *human_ns(uint64_t ns, char *buf, size_t len)
-{
-    if (ns >= 1000000000ull)
-        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
-    else if (ns >= 1000000ull)
-        snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
-    else
-        snprintf(buf, len, "%.2f us", (double)ns / 1e3);
-    return buf;
-}
-
 static const char *bucket_label(unsigned b, char *buf, size_t len)
 {
     char lo[32], hi[32];
     if (b == STATS_BUCKETS - 1)
-        snprintf(buf, len, ">= %s", human_bytes(stats_bucket_min(b), lo, sizeof lo));
+        snprintf(buf, len, ">= %s", units_bytes(stats_bucket_min(b), lo, sizeof lo));
     else
-        snprintf(buf, len, "%s-%s", b ? human_bytes(stats_bucket_min(b), lo, sizeof lo) : "0",
-                 human_bytes(stats_bucket_min(b + 1), hi, sizeof hi));
+        snprintf(buf, len, "%s-%s", b ? units_bytes(stats_bucket_min(b), lo, sizeof lo) : "0",
+                 units_bytes(stats_bucket_min(b + 1), hi, sizeof hi));
     return buf;
 }
 
@@ -239,14 +216,14 @@ static void write_staging_text(struct out *o, int pid)
     if (n || ps.pool_bytes)
         outf(o, "==%d== staging: %llu copies (%s) through the pinned pool; pool %s (high water %s), %llu chunk reuses, "
                 "%s waiting for chunks\n",
-             pid, (unsigned long long)n, human_bytes(bytes, b1, sizeof b1), human_bytes(ps.pool_bytes, b2, sizeof b2),
-             human_bytes(ps.high_water_bytes, b3, sizeof b3), (unsigned long long)ps.chunk_reuses,
-             human_ns(ps.wait_ns, b4, sizeof b4));
+             pid, (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_bytes(ps.pool_bytes, b2, sizeof b2),
+             units_bytes(ps.high_water_bytes, b3, sizeof b3), (unsigned long long)ps.chunk_reuses,
+             units_ns(ps.wait_ns, b4, sizeof b4));
     for (int r = 1; r < UNSTAGED_COUNT; r++) {
         uint64_t c = get(&unstaged[r].count);
         if (c)
             outf(o, "==%d== not staged (pageable, %s): %llu copies, %s\n", pid, unstaged_reason_names[r],
-                 (unsigned long long)c, human_bytes(get(&unstaged[r].bytes), b1, sizeof b1));
+                 (unsigned long long)c, units_bytes(get(&unstaged[r].bytes), b1, sizeof b1));
     }
 }
 
@@ -324,11 +301,11 @@ static void write_text(struct out *o)
                     total_ns += ns;
                     outf(o, "==%d== %-4s %-10s %-17s %-6s %9llu %12s %12s %9.2f\n", pid, copy_dir_names[d],
                          host_kind_names[k], bucket_label(b, b3, sizeof b3), copy_action_names[a],
-                         (unsigned long long)n, human_bytes(bytes, b1, sizeof b1), human_ns(ns, b2, sizeof b2),
+                         (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_ns(ns, b2, sizeof b2),
                          ns ? (double)bytes / (double)ns : 0.0);
                 }
     outf(o, "==%d== %-40s %9llu %12s %12s\n", pid, "total", (unsigned long long)total_n,
-         human_bytes(total_bytes, b1, sizeof b1), human_ns(total_ns, b2, sizeof b2));
+         units_bytes(total_bytes, b1, sizeof b1), units_ns(total_ns, b2, sizeof b2));
     uint64_t failed = get(&failed_copies);
     if (failed)
         outf(o, "==%d== failed copies (driver returned an error, passed to the program): %llu\n", pid,
@@ -343,7 +320,7 @@ static void write_text(struct out *o)
         if (!any_sync)
             outf(o, "==%d== sync points:", pid);
         outf(o, "%s %s %llu (%s)", any_sync ? "," : "", sync_calls[s], (unsigned long long)n,
-             human_ns(ns, b2, sizeof b2));
+             units_ns(ns, b2, sizeof b2));
         any_sync = true;
     }
     if (any_sync)

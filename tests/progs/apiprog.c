@@ -12,13 +12,7 @@ int main(void)
         return 0;
     }
     struct test_driver d;
-    test_driver_load(&d, "getproc");
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(d.init(0));
-    CHECK(d.device_get(&dev, 0));
-    CHECK(d.primary_retain(&ctx, dev));
-    CHECK(d.ctx_set(ctx));
+    test_driver_start(&d, "getproc");
     CUdeviceptr buf;
     char host[1000];
     CHECK(d.mem_alloc(&buf, sizeof host));

@@ -6,13 +6,7 @@
 int main(void)
 {
     struct test_driver d;
-    test_driver_load(&d, "getproc");
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(d.init(0));
-    CHECK(d.device_get(&dev, 0));
-    CHECK(d.primary_retain(&ctx, dev));
-    CHECK(d.ctx_set(ctx));
+    test_driver_start(&d, "getproc");
     CUstream s;
     CHECK(d.stream_create(&s, 0));
     const size_t max = 16u << 20;

@@ -33,12 +33,7 @@ static size_t env_size(const char *name, size_t fallback)
 
 static void setup(void)
 {
-    test_driver_load(&d, getenv("ROUTE") ? getenv("ROUTE") : "getproc");
-    CUdevice dev;
-    CHECK(d.init(0));
-    CHECK(d.device_get(&dev, 0));
-    CHECK(d.primary_retain(&ctx, dev));
-    CHECK(d.ctx_set(ctx));
+    ctx = test_driver_start(&d, getenv("ROUTE") ? getenv("ROUTE") : "getproc");
 }
 
 static void expect_same(const char *what, size_t n, const void *a, const void *b)

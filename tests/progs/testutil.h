@@ -163,6 +163,19 @@ static inline void test_driver_load(struct test_driver *d, const char *route)
 #undef X
 }
 
+/* Loads the driver by `route`, initializes it and makes device 0's primary context current. */
+static inline CUcontext test_driver_start(struct test_driver *d, const char *route)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    test_driver_load(d, route);
+    CHECK(d->init(0));
+    CHECK(d->device_get(&dev, 0));
+    CHECK(d->primary_retain(&ctx, dev));
+    CHECK(d->ctx_set(ctx));
+    return ctx;
+}
+
 /* Deterministic, position- and seed-dependent bytes (never all zero). */
 static inline void test_fill(void *p, size_t n, uint32_t seed)
 {
