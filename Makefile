@@ -23,7 +23,7 @@ FAKE_LIB  := $(BUILD)/fakecuda/libcuda.so.1
 
 PROG_SRC  := $(wildcard tests/progs/*.c)
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
-TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so
+TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so
 
 .PHONY: all fakecuda test-build test demo gpu-test bench install clean
 all: $(BUILD)/libpinshim.so
@@ -67,7 +67,7 @@ $(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST
 
 $(BUILD)/tests/lib%.so: tests/progs/lib/%.c
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -fPIC -shared $< -o $@ -ldl
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include $< -o $@ -ldl
 
 test-build: all $(FAKE_LIB) $(PROGS) $(TEST_LIBS)
 

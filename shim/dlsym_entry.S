@@ -3,7 +3,9 @@
  * wrapper calling the real dlsym would make every RTLD_NEXT lookup resolve relative to the shim.
  * This entry asks pinshim_dlsym_wrapped_index(name) whether the name is one the shim wraps; if not,
  * it tail-jumps to the real dlsym with the caller's frame and return address untouched. If so, it
- * tail-jumps to pinshim_dlsym_answer(handle, name, index). */
+ * tail-jumps to pinshim_dlsym_answer(handle, name, index).
+ * RTLD_NEXT lookups are never answered by the shim: that is how another interposer finds the
+ * definition after its own, and only the real dlsym knows who "the caller" is. */
     .text
     .globl  dlsym
     .type   dlsym, @function
@@ -15,8 +17,7 @@ dlsym:
     .cfi_adjust_cfa_offset 8
     subq    $8, %rsp                    /* 16-byte alignment for the call */
     .cfi_adjust_cfa_offset 8
-    movq    %rsi, %rdi
-    call    pinshim_dlsym_wrapped_index /* int (const char *name): -1 = not ours */
+    call    pinshim_dlsym_wrapped_index /* int (void *handle, const char *name): -1 = not ours */
     addq    $8, %rsp
     .cfi_adjust_cfa_offset -8
     popq    %rsi
