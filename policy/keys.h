@@ -40,6 +40,12 @@
     X(SIZE, pool_slab_bytes, "64M", "",                                                        \
       "pinned memory is allocated (cuMemHostAlloc, slow) in slabs of this size, cut into chunks and reused") \
     X(BOOL, pool_grow_inline, "off", "",                                                       \
-      "allocate slabs on the copying thread (that copy waits milliseconds); off = in the background, the copy passes through meanwhile")
+      "allocate slabs on the copying thread (that copy waits milliseconds); off = in the background, the copy passes through meanwhile") \
+    X(ENUM, guard, "off", "off|warn|repair|abort",                                             \
+      "protect the pages of async D2H copies into pinned memory until a sync covers them; a read or write before that is reported (warn), made correct by waiting for the copy (repair), or aborts") \
+    X(ENUM, guard_pages, "all", "all|first",                                                   \
+      "with guard, protect every whole page of the destination (all) or only its first whole page (first: cheaper for large copies, catches reads that start at the beginning)") \
+    X(COUNT, guard_exitcode, "0", "",                                                          \
+      "with guard, exit with this status at exit when at least one race was reported; 0 = keep the program's status")
 
 #endif

@@ -261,6 +261,17 @@ const char *callsite_text(const struct callsite *s, char *buf, size_t len)
     return buf;
 }
 
+void callsite_append_text(struct jbuf *jb, const struct callsite *s)
+{
+    if (s->func[0]) {
+        jb_lit(jb, s->func);
+        jb_lit(jb, " (");
+    }
+    site_name(jb, s);
+    if (s->func[0])
+        jb_lit(jb, ")");
+}
+
 void callsite_json_top(struct jbuf *jb, size_t max)
 {
     enum { TOP_MAX = 20 };

@@ -45,6 +45,9 @@ size_t callsite_top(const struct callsite **out, struct callsite_totals *totals,
 /* The site as text, "func (module+0xoffset)" or "module+0xoffset", into buf. */
 const char *callsite_text(const struct callsite *s, char *buf, size_t len);
 
+/* Appends the site as text, "func (module+0xoffset)" or "module+0xoffset" (async-signal-safe). */
+void callsite_append_text(struct jbuf *jb, const struct callsite *s);
+
 /* Appends the summary's "sites" array value: the top max sites by host time (async-signal-safe). */
 void callsite_json_top(struct jbuf *jb, size_t max);
 

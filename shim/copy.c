@@ -2,14 +2,15 @@
  * hand-off of a finished copy to the stats (see copy.h). */
 #include "copy.h"
 
+#include "guard.h"
 #include "log.h"
 #include "stats.h"
 
 const char *const copy_dir_names[DIR_COUNT] = {"h2d", "d2h", "d2d", "h2h", "peer"};
 const char *const copy_action_names[ACTION_COUNT] = {"pass", "staged"};
 const char *const unstaged_reason_names[UNSTAGED_COUNT] = {"none", "below the staging threshold", "2D/3D/batch copy",
-                                                           "stream capture", "device range check", "no pinned memory",
-                                                           "pool being allocated",
+                                                           "stream capture", "device side check", "no pinned memory",
+                                                           "pool being allocated", "pool busy on other streams",
                                                            "forked child", "stage = off"};
 
 static bool side_is_host(enum host_kind k) { return memkind_is_host(k) || k == KIND_UNKNOWN; }
@@ -53,4 +54,5 @@ void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)
     } else
         stats_add_failed_copy();
     log_copy(c, result, host_ns); /* advice, call sites, per-transfer record (log.h) */
+    guard_after_copy(c, result);  /* protect an async D2H into pinned memory; a sync copy releases (guard.h) */
 }

@@ -27,9 +27,10 @@ enum unstaged_reason {
     UNSTAGED_SMALL,    /* below stage_min_bytes */
     UNSTAGED_SHAPE,    /* 2D/3D/batch copies are not staged in this version */
     UNSTAGED_CAPTURE,  /* the stream is capturing */
-    UNSTAGED_RANGE,    /* the device range is not inside one allocation: the driver's error stands */
+    UNSTAGED_RANGE,    /* the device side is not plain device memory holding the whole range */
     UNSTAGED_POOL,     /* pinned memory unavailable */
     UNSTAGED_WARMUP,   /* the pool's first slab is still being allocated (in the background) */
+    UNSTAGED_BUSY,     /* every chunk is busy with other streams' copies (waiting could deadlock) */
     UNSTAGED_CHILD,    /* forked child: no CUDA calls from the shim */
     UNSTAGED_DISABLED, /* stage = off */
     UNSTAGED_COUNT

@@ -2,7 +2,8 @@
  * SHAPE_S_P is its parameter list, SHAPE_S_CA its argument list with a leading comma (empty when
  * there are no arguments), fn_S the type of the real function, and shape_S() the handler every
  * wrapper of that shape calls with its row id. Handlers live with their subsystem: copy_entry.c
- * (copies), sync_entry.c (sync points), hostmem_entry.c (pinned host memory), getproc.c. */
+ * (copies), sync_entry.c (sync points), hostmem_entry.c (pinned host memory), ctx_entry.c
+ * (context resets), getproc.c. */
 #ifndef PINSHIM_DRIVER_SHAPES_H
 #define PINSHIM_DRIVER_SHAPES_H
 
@@ -71,6 +72,8 @@
 #define SHAPE_host_register_CA , p, bytes, flags
 #define SHAPE_host_unregister_P void *p
 #define SHAPE_host_unregister_CA , p
+#define SHAPE_primary_reset_P CUdevice dev
+#define SHAPE_primary_reset_CA , dev
 #define SHAPE_getproc_v1_P const char *symbol, void **pfn, int version, cuuint64_t flags
 #define SHAPE_getproc_v1_CA , symbol, pfn, version, flags
 #define SHAPE_getproc_v2_P                                                                             \
@@ -82,7 +85,7 @@
     S(unified) S(unified_async) S(htod) S(htod_async) S(dtoh) S(dtoh_async) S(dtod) S(dtod_async)      \
     S(m2d) S(m2d_async) S(m3d) S(m3d_async) S(peer) S(peer_async) S(batch_v1) S(batch_v2)              \
     S(stream_sync) S(stream_query) S(event_sync) S(event_query) S(event_record) S(event_record_flags)  \
-    S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister)                       \
+    S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister) S(primary_reset)      \
     S(getproc_v1) S(getproc_v2)
 
 #define SHAPE_DECLARE(name)                                                                            \

@@ -4,6 +4,7 @@
  * classified without asking the driver. The program sees the real result. */
 #include "driver_shapes.h"
 #include "entry.h"
+#include "guard.h"
 #include "memkind.h"
 
 CUresult shape_host_alloc(enum driver_entry_id id, SHAPE_host_alloc_P)
@@ -27,6 +28,7 @@ CUresult shape_alloc_host(enum driver_entry_id id, SHAPE_alloc_host_P)
 CUresult shape_free_host(enum driver_entry_id id, SHAPE_free_host_P)
 {
     ENTRY_PROLOGUE(free_host, p);
+    guard_on_host_release((uintptr_t)p); /* unprotect before the pages go away */
     CUresult result = real(p);
     if (result == CUDA_SUCCESS)
         memkind_remove_range((uintptr_t)p);
@@ -45,6 +47,7 @@ CUresult shape_host_register(enum driver_entry_id id, SHAPE_host_register_P)
 CUresult shape_host_unregister(enum driver_entry_id id, SHAPE_host_unregister_P)
 {
     ENTRY_PROLOGUE(host_unregister, p);
+    guard_on_host_release((uintptr_t)p); /* unprotect before the pages go away */
     CUresult result = real(p);
     if (result == CUDA_SUCCESS)
         memkind_remove_range((uintptr_t)p);

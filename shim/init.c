@@ -11,6 +11,7 @@
 #include "common.h"
 #include "driver.h"
 #include "entry.h"
+#include "guard.h"
 #include "log.h"
 #include "memkind.h"
 #include "policy.h"
@@ -39,6 +40,7 @@ static void on_fork_child(void)
     pool_forget();
     workers_forget();
     log_fork_child();
+    guard_fork_child();
 }
 
 __attribute__((constructor)) static void pinshim_init(void)
@@ -46,10 +48,11 @@ __attribute__((constructor)) static void pinshim_init(void)
     process_start = time(NULL);
     policy_load();
     log_init(process_start); /* reports a bad log pattern now, not only at exit */
+    guard_init();
     pthread_atfork(NULL, NULL, on_fork_child);
 }
 
-__attribute__((destructor)) static void pinshim_fini(void)
+static void write_exit_summary(void)
 {
     if (!pinshim_policy.intercept || !stats_any_activity())
         return;
@@ -61,4 +64,10 @@ __attribute__((destructor)) static void pinshim_fini(void)
     stats_write_summary(STDERR_FILENO, json);
     if (!json)
         advice_write_text(STDERR_FILENO);
+}
+
+__attribute__((destructor)) static void pinshim_fini(void)
+{
+    write_exit_summary();
+    guard_at_exit(); /* the guard's SUMMARY line last; may _exit(guard_exitcode) */
 }

@@ -244,13 +244,16 @@ static void format_transfer(const struct log_rec *r, bool has_device_ns, uint64_
     out_line(&jb);
 }
 
+/* Set while the SIGTERM/SIGINT handler flushes: nothing on that path may take a lock. */
+static volatile sig_atomic_t flushing_from_signal;
+
 /* Writes a record whose device timing is known (1), unmeasurable (-1) or given up on (final). */
 static void emit_timed(struct log_rec *r, int done, uint64_t ns)
 {
     format_transfer(r, done == 1, ns);
     if (done == 1)
         advice_add_device_time((enum copy_dir)r->dir, (enum host_kind)r->host_kind, r->bytes, ns);
-    if (done != 0)
+    if (done != 0 && !flushing_from_signal) /* its lock may be held by the interrupted thread */
         devtime_release(r->dt);
 }
 
@@ -499,6 +502,7 @@ static void flush_on_signal(void)
         nanosleep(&ms, NULL);
     }
     if (log_fd >= 0) {
+        flushing_from_signal = 1;
         drain(false, true);
         write_summary(false);
     }

@@ -107,6 +107,16 @@ enum host_kind memkind_of(uintptr_t p)
     return driver_kind(p);
 }
 
+bool memkind_range_of(uintptr_t p, uintptr_t *base, uintptr_t *end)
+{
+    struct range r;
+    if (!table_lookup(p, &r))
+        return false;
+    *base = r.base;
+    *end = r.end;
+    return true;
+}
+
 /* Removes every range overlapping [base, end). Caller holds the write lock. */
 static void remove_overlaps(uintptr_t base, uintptr_t end)
 {
@@ -153,6 +163,14 @@ void memkind_remove_range(uintptr_t base)
         range_count--;
         __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     }
+    pthread_rwlock_unlock(&table_lock);
+}
+
+void memkind_clear(void)
+{
+    pthread_rwlock_wrlock(&table_lock);
+    range_count = 0;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&table_lock);
 }
 

@@ -27,8 +27,15 @@ static inline bool memkind_is_host(enum host_kind k)
 /* The program allocated pinned memory / registered a range (after the driver said yes). */
 void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind);
 
+/* The program's pinned or registered range holding p, as [*base, *end); false when p is in none.
+ * The shim's own table only (never the driver). */
+bool memkind_range_of(uintptr_t p, uintptr_t *base, uintptr_t *end);
+
 /* The program freed or unregistered the range starting at base (after the driver said yes). */
 void memkind_remove_range(uintptr_t base);
+
+/* Forget every range (a device reset freed the program's pinned memory). Thread-safe. */
+void memkind_clear(void);
 
 /* Forget everything (forked child). Not thread-safe: call only with one thread alive. */
 void memkind_forget_all(void);

@@ -52,31 +52,61 @@ void stage_mark_unsupported(struct copy *c)
 }
 
 /* Declines copies the driver would treat specially or reject: stream capture (a captured copy
- * from a reused chunk would replay wrong data) and device ranges outside one allocation (the
- * driver's error must come back unchanged, with nothing written). */
+ * from a reused chunk would replay wrong data); a device side that is not plain device memory
+ * holding the whole range (managed or pinned memory passed as a device pointer must see a sync copy
+ * complete on return; an invalid range must get the driver's error, with nothing written). */
 static bool stage_safe(struct copy *c, CUdeviceptr dev, size_t bytes, CUstream stream)
 {
-    static void *capturing_fn, *range_fn;
+    static void *capturing_fn, *attributes_fn;
     CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus *) =
         (CUresult(*)(CUstream, CUstreamCaptureStatus *))resolve_once(&capturing_fn, "cuStreamIsCapturing");
-    CUresult (*address_range)(CUdeviceptr *, size_t *, CUdeviceptr) =
-        (CUresult(*)(CUdeviceptr *, size_t *, CUdeviceptr))resolve_once(&range_fn, "cuMemGetAddressRange_v2");
+    CUresult (*attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr) =
+        (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))resolve_once(
+            &attributes_fn, "cuPointerGetAttributes");
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    unsigned int memory_type = 0, managed = 0;
     CUdeviceptr base = 0;
     size_t size = 0;
+    CUpointer_attribute which[4] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *values[4] = {&memory_type, &managed, &base, &size};
     pinshim_enter();
     CUresult capture_r = is_capturing ? is_capturing(stream, &status) : CUDA_ERROR_NOT_FOUND;
-    CUresult range_r = address_range ? address_range(&base, &size, dev) : CUDA_ERROR_NOT_FOUND;
+    CUresult attr_r = attributes ? attributes(4, which, values, dev) : CUDA_ERROR_NOT_FOUND;
     pinshim_leave();
     if (capture_r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE) {
         c->unstaged = UNSTAGED_CAPTURE;
         return false;
     }
-    if (range_r != CUDA_SUCCESS || dev + bytes > base + size) {
+    if (attr_r != CUDA_SUCCESS || memory_type != CU_MEMORYTYPE_DEVICE || managed || dev < base ||
+        dev + bytes > base + size) {
         c->unstaged = UNSTAGED_RANGE;
         return false;
     }
     return true;
+}
+
+static enum unstaged_reason miss_reason(enum pool_miss why)
+{
+    switch (why) {
+    case POOL_MISS_WARMING: return UNSTAGED_WARMUP;
+    case POOL_MISS_BUSY: return UNSTAGED_BUSY;
+    default: return UNSTAGED_POOL;
+    }
+}
+
+/* "For transfers from pageable host memory to device memory, a stream sync is performed before
+ * the copy is initiated" (CUDA's API synchronization behavior): a sync H2D keeps that. */
+static CUresult presync(CUstream stream)
+{
+    static void *sync_fn;
+    CUresult (*stream_sync)(CUstream) = (CUresult(*)(CUstream))resolve_once(&sync_fn, "cuStreamSynchronize");
+    if (!stream_sync)
+        return CUDA_ERROR_NOT_FOUND;
+    pinshim_enter();
+    CUresult r = stream_sync(stream);
+    pinshim_leave();
+    return r;
 }
 
 bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream, CUresult *result)
@@ -87,10 +117,11 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
     size_t chunk = pool_chunk_bytes();
     for (size_t off = 0; off < bytes; off += chunk) {
         size_t n = bytes - off < chunk ? bytes - off : chunk;
-        struct pool_chunk *ch = pool_acquire(true);
+        enum pool_miss why;
+        struct pool_chunk *ch = pool_acquire(stream, true, &why);
         if (!ch) {
             if (off == 0) {
-                c->unstaged = pool_warming() ? UNSTAGED_WARMUP : UNSTAGED_POOL;
+                c->unstaged = miss_reason(why);
                 return false;
             }
             /* The pool went away mid-copy: the rest goes through the driver, in stream order. */
@@ -99,6 +130,14 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
             *result = rest(dst + off, (const char *)src + off, bytes - off, stream);
             pinshim_leave();
             return true;
+        }
+        if (off == 0 && !c->async) {
+            CUresult r = presync(stream);
+            if (r != CUDA_SUCCESS) {
+                pool_release_idle(ch);
+                *result = r; /* the driver's pre-copy sync would have returned it too */
+                return true;
+            }
         }
         workers_memcpy(ch->ptr, (const char *)src + off, n);
         pinshim_enter();
@@ -136,16 +175,24 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
     while (next_off < bytes || count > 0) {
         /* enqueue as many DMAs as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < D2H_WINDOW) {
-            struct pool_chunk *ch = pool_acquire(count == 0);
-            if (!ch)
+            enum pool_miss why;
+            struct pool_chunk *ch = pool_acquire(stream, count == 0, &why);
+            if (!ch) {
+                if (next_off == 0)
+                    c->unstaged = miss_reason(why);
                 break;
+            }
             size_t n = bytes - next_off < chunk ? bytes - next_off : chunk;
             pinshim_enter();
             CUresult r = dma(ch->ptr, src + next_off, n, stream);
             pinshim_leave();
-            if (r == CUDA_SUCCESS)
-                r = pool_record(ch, stream);
-            if (r != CUDA_SUCCESS) {
+            if (r != CUDA_SUCCESS) { /* the driver refused the copy: the program gets its error */
+                pool_release_idle(ch);
+                status = r;
+                break;
+            }
+            r = pool_record(ch, stream); /* without an event it waits for the stream instead */
+            if (r != CUDA_SUCCESS) {      /* that wait failed: a genuine stream error */
                 pool_release_idle(ch);
                 status = r;
                 break;
@@ -156,15 +203,13 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
             next_off += n;
         }
         if (count == 0) {
-            if (status == CUDA_SUCCESS && next_off == 0) {
-                /* no chunk at all: nothing done yet, let the driver copy */
-                c->unstaged = pool_warming() ? UNSTAGED_WARMUP : UNSTAGED_POOL;
-                return false;
-            }
+            if (status == CUDA_SUCCESS && next_off == 0)
+                return false; /* no chunk at all: nothing done yet, let the driver copy */
             if (status == CUDA_SUCCESS && next_off < bytes) {
-                pinshim_enter(); /* the pool went away mid-copy: the rest through the driver */
-                fn_dtoh dtoh = (fn_dtoh)driver_real(ENTRY_dtoh);
-                status = dtoh ? dtoh((char *)dst + next_off, src + next_off, bytes - next_off) : CUDA_ERROR_NOT_FOUND;
+                /* no chunk for the rest: the driver copies it on the same stream (into pageable
+                 * memory that returns when complete) */
+                pinshim_enter();
+                status = dma((char *)dst + next_off, src + next_off, bytes - next_off, stream);
                 pinshim_leave();
                 next_off = bytes;
             }

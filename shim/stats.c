@@ -13,6 +13,7 @@
 #include "../include/pinshim.h"
 #include "common.h"
 #include "driver.h"
+#include "guard.h"
 #include "pool.h"
 
 struct cell {
@@ -256,6 +257,9 @@ static void write_json(struct out *o)
                 }
     outf(o, "],\"failed_copies\":%llu", (unsigned long long)get(&failed_copies));
     write_staging_json(o);
+    char guard[2048];
+    if (guard_summary_json(guard, sizeof guard)) /* ,"guard":{...} when the guard is on */
+        outf(o, "%s", guard);
     outf(o, ",\"syncs\":[");
     first = true;
     for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
@@ -311,6 +315,9 @@ static void write_text(struct out *o)
         outf(o, "==%d== failed copies (driver returned an error, passed to the program): %llu\n", pid,
              (unsigned long long)failed);
     write_staging_text(o, pid);
+    char guard[512];
+    if (guard_summary_text(guard, sizeof guard))
+        outf(o, "%s", guard);
     bool any_sync = false;
     for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
         uint64_t n, ns;

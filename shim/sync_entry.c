@@ -1,8 +1,10 @@
 /* sync_entry.c: handlers of the synchronization points (stream/context/event synchronize, queries,
- * event records). Today they are counted and timed; they are where later features (the guard's
- * release, the pool's chunk recycling) will hook in. The program sees the real result. */
+ * event records). They are counted and timed, and a successful one releases the guard's ranges it
+ * covers (guard.h); the pool's chunk recycling may hook in here later. The program sees the real
+ * result. */
 #include "driver_shapes.h"
 #include "entry.h"
+#include "guard.h"
 
 #define TIMED_SYNC(call)                                                                               \
     do {                                                                                               \
@@ -16,6 +18,8 @@ CUresult shape_stream_sync(enum driver_entry_id id, SHAPE_stream_sync_P)
     ENTRY_PROLOGUE(stream_sync, stream);
     CUresult result;
     TIMED_SYNC(real(stream));
+    if (result == CUDA_SUCCESS)
+        guard_on_stream_done(id, stream);
     return result;
 }
 
@@ -24,6 +28,8 @@ CUresult shape_stream_query(enum driver_entry_id id, SHAPE_stream_query_P)
     ENTRY_PROLOGUE(stream_query, stream);
     CUresult result;
     TIMED_SYNC(real(stream));
+    if (result == CUDA_SUCCESS)
+        guard_on_stream_done(id, stream);
     return result;
 }
 
@@ -37,6 +43,8 @@ CUresult shape_ctx_sync(enum driver_entry_id id)
     stats_add_call(id);
     CUresult result;
     TIMED_SYNC(real());
+    if (result == CUDA_SUCCESS)
+        guard_on_ctx_done();
     return result;
 }
 
@@ -45,6 +53,8 @@ CUresult shape_event_sync(enum driver_entry_id id, SHAPE_event_sync_P)
     ENTRY_PROLOGUE(event_sync, event);
     CUresult result;
     TIMED_SYNC(real(event));
+    if (result == CUDA_SUCCESS)
+        guard_on_event_done(event);
     return result;
 }
 
@@ -53,6 +63,8 @@ CUresult shape_event_query(enum driver_entry_id id, SHAPE_event_query_P)
     ENTRY_PROLOGUE(event_query, event);
     CUresult result;
     TIMED_SYNC(real(event));
+    if (result == CUDA_SUCCESS)
+        guard_on_event_done(event);
     return result;
 }
 
@@ -61,6 +73,8 @@ CUresult shape_event_record(enum driver_entry_id id, SHAPE_event_record_P)
     ENTRY_PROLOGUE(event_record, event, stream);
     CUresult result;
     TIMED_SYNC(real(event, stream));
+    if (result == CUDA_SUCCESS)
+        guard_on_event_record(id, event, stream);
     return result;
 }
 
@@ -69,5 +83,7 @@ CUresult shape_event_record_flags(enum driver_entry_id id, SHAPE_event_record_fl
     ENTRY_PROLOGUE(event_record_flags, event, stream, flags);
     CUresult result;
     TIMED_SYNC(real(event, stream, flags));
+    if (result == CUDA_SUCCESS)
+        guard_on_event_record(id, event, stream);
     return result;
 }

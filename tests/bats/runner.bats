@@ -43,11 +43,11 @@ pin() {
 }
 
 @test "runner: options become PINSHIM_* variables, applied in order" {
-    pin env --policy off --summary json --guard detect --set stage_min_bytes=4M --set Strict=on \
+    pin env --policy off --summary json --guard warn --set stage_min_bytes=4M --set Strict=on \
         --set summary=none -- env
     grep -qx 'PINSHIM_POLICY=off' "$WORK/env.out"
     grep -qx 'PINSHIM_SUMMARY=none' "$WORK/env.out"
-    grep -qx 'PINSHIM_GUARD=detect' "$WORK/env.out"
+    grep -qx 'PINSHIM_GUARD=warn' "$WORK/env.out"
     grep -qx 'PINSHIM_STAGE_MIN_BYTES=4M' "$WORK/env.out"
     grep -qx 'PINSHIM_STRICT=on' "$WORK/env.out"
     pin eq --summary=text --set=intercept=off -- env
@@ -60,7 +60,7 @@ pin() {
     [ "$(cat "$WORK/help.rc")" = 0 ]
     grep -q 'usage: pinshim \[options\]' "$WORK/help.out"
     grep -q -- '--guard MODE' "$WORK/help.out"
-    grep -q 'later version' "$WORK/help.out"
+    grep -q -- '--guard MODE .*off, warn, repair or abort' "$WORK/help.out"
     # keys.h's rows, read here independently of the runner: "X(TYPE, name, ..." at a line start.
     names=$(grep -oE '^[[:space:]]*X\([A-Z]+, *[a-z0-9_]+' "$ROOT/policy/keys.h" | sed -E 's/.*, *//')
     [ -n "$names" ]

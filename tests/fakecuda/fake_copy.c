@@ -71,10 +71,34 @@ static CUresult prepare(const fk_xfer *x, int dside, int sside, int async, fk_op
   return CUDA_SUCCESS;
 }
 
+static void CUDA_CB fence_noop(void *arg) { (void)arg; }
+
+/* "For transfers from pageable host memory to device memory, a stream sync is performed before the
+ * copy is initiated": a synchronous call from pageable memory first waits for its stream. */
+static CUresult presync_pageable(const fk_xfer *x, int sside, CUstream h, int pt)
+{
+  if (fk_xfer_bytes(x) == 0 || side_kind(x->src, fk_xfer_src_extent(x), sside) != FK_MEM_PAGEABLE)
+    return CUDA_SUCCESS;
+  fk_op *fence = fk_op_new(FK_OP_HOSTFN);
+  if (!fence)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  fence->u.hostfn.fn = fence_noop;
+  fence->u.hostfn.arg = NULL;
+  fk_ticket t;
+  CUresult r = fk_submit(h, pt, fence, FK_SUB_SYNC, &t);
+  if (r) {
+    fk_op_free(fence);
+    return r;
+  }
+  return fk_ticket_wait(&t);
+}
+
 static CUresult run_copy(const fk_xfer *x, int dside, int sside, CUstream h, int pt, int async)
 {
   CUresult r = fk_need_ctx(NULL);
   if (r)
+    return r;
+  if (!async && (r = presync_pageable(x, sside, h, pt)) != CUDA_SUCCESS)
     return r;
   fk_op *op;
   int wait;

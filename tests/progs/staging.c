@@ -6,6 +6,9 @@
  *   staging threads  - 16 program threads staging at once
  *   staging fork     - fork while staging threads are busy; the child copies (pass-through)
  *   staging capture  - a pageable copy during stream capture (must pass through; graph replays it)
+ *   staging crossstream - a full pool never makes a copy on stream T wait for stream S
+ *   staging managed  - a sync H2D into managed memory is complete when it returns
+ *   staging presync  - a sync pageable H2D first waits for earlier work on its stream
  * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
 #include <pthread.h>
 #include <sys/wait.h>
@@ -233,10 +236,85 @@ static int scenario_capture(void)
     return 0;
 }
 
+static volatile int release_stream_s;
+
+static void CUDA_CB hold_stream(void *arg)
+{
+    (void)arg;
+    while (!release_stream_s)
+        usleep(1000);
+}
+
+/* Stream S is held by a host function; a staged copy queued behind it takes the only pool chunk.
+ * A copy on the unrelated stream T must still return (the driver would not wait for S). */
+static int scenario_crossstream(void)
+{
+    const size_t n = 1u << 20;
+    CUstream s, t;
+    CHECK(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(d.stream_create(&t, CU_STREAM_NON_BLOCKING));
+    unsigned char *x = malloc(n), *y = malloc(n), *back = malloc(n);
+    CUdeviceptr a, b;
+    CHECK(d.mem_alloc(&a, n));
+    CHECK(d.mem_alloc(&b, n));
+    test_fill(x, n, 41);
+    test_fill(y, n, 42);
+    alarm(20); /* a deadlock fails the test instead of hanging it */
+    CHECK(d.launch_host_func(s, hold_stream, NULL));
+    CHECK(d.htod_async(a, x, n, s));
+    CHECK(d.htod_async(b, y, n, t));
+    printf("crossstream: copy on stream T returned while stream S was held\n");
+    release_stream_s = 1;
+    CHECK(d.stream_sync(s));
+    CHECK(d.stream_sync(t));
+    CHECK(d.dtoh(back, a, n));
+    expect_same("stream S copy", n, x, back);
+    CHECK(d.dtoh(back, b, n));
+    expect_same("stream T copy", n, y, back);
+    return 0;
+}
+
+/* A sync H2D into managed memory: the host may read it as soon as the call returns. */
+static int scenario_managed(void)
+{
+    const size_t n = 4u << 20;
+    unsigned char *src = malloc(n);
+    CUdeviceptr m;
+    CHECK(d.alloc_managed(&m, n, CU_MEM_ATTACH_GLOBAL));
+    test_fill(src, n, 51);
+    CHECK(d.htod(m, src, n));
+    expect_same("managed memory right after a sync H2D", n, src, (void *)(uintptr_t)m);
+    printf("managed: complete on return, hash %016llx\n", (unsigned long long)test_hash(src, n));
+    return 0;
+}
+
+/* An async D2H into pinned memory, then a sync pageable H2D on the same (legacy) stream: the H2D
+ * first waits for the stream, so the D2H's data is there when it returns. */
+static int scenario_presync(void)
+{
+    const size_t n = 8u << 20, m = 2u << 20;
+    void *pinned;
+    unsigned char *want = malloc(n), *src = malloc(m);
+    CUdeviceptr a, b;
+    CHECK(d.host_alloc(&pinned, n, 0));
+    CHECK(d.mem_alloc(&a, n));
+    CHECK(d.mem_alloc(&b, m));
+    test_fill(want, n, 61);
+    test_fill(src, m, 62);
+    CHECK(d.htod(a, want, n));
+    CHECK(d.stream_sync(NULL));
+    memset(pinned, 0, n);
+    CHECK(d.dtoh_async(pinned, a, n, NULL));
+    CHECK(d.htod(b, src, m));
+    expect_same("pinned D2H destination after the sync H2D", n, want, pinned);
+    printf("presync: earlier D2H into pinned memory complete when the sync H2D returned\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture\n");
+        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync\n");
         return 2;
     }
     setup();
@@ -246,6 +324,9 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "threads")) return scenario_threads();
     if (!strcmp(argv[1], "fork")) return scenario_fork();
     if (!strcmp(argv[1], "capture")) return scenario_capture();
+    if (!strcmp(argv[1], "crossstream")) return scenario_crossstream();
+    if (!strcmp(argv[1], "managed")) return scenario_managed();
+    if (!strcmp(argv[1], "presync")) return scenario_presync();
     fprintf(stderr, "unknown scenario %s\n", argv[1]);
     return 2;
 }
