@@ -24,6 +24,9 @@ static struct cell transfers[DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT]
 static struct cell syncs[ENTRY_COUNT];
 static uint64_t calls[ENTRY_COUNT];
 static uint64_t failed_copies;
+/* The summary writers' buffers are 64 KiB: too large for small thread stacks, hence static and
+ * locked. A forked child starts with fresh locks (stats_reset): a parent thread may have held one. */
+static pthread_mutex_t summary_lock = PTHREAD_MUTEX_INITIALIZER, record_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cell unstaged[UNSTAGED_COUNT];
 static bool active;
 
@@ -73,8 +76,12 @@ void stats_add_call(enum driver_entry_id entry)
 
 bool stats_any_activity(void) { return __atomic_load_n(&active, __ATOMIC_RELAXED); }
 
+/* Zeroes everything; called only in a forked child (one thread alive). */
 void stats_reset(void)
 {
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    summary_lock = fresh;
+    record_lock = fresh;
     memset(transfers, 0, sizeof transfers);
     memset(syncs, 0, sizeof syncs);
     memset(calls, 0, sizeof calls);
@@ -338,30 +345,30 @@ static void write_text(struct out *o)
 
 void stats_write_summary(int fd, bool json)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static struct out o; /* 64 KiB: too large for small thread stacks, hence static and locked */
-    pthread_mutex_lock(&lock);
+    static struct out o;
+    pthread_mutex_t *lock = &summary_lock;
+    pthread_mutex_lock(lock);
     o.len = 0;
     if (json)
         write_json(&o);
     else
         write_text(&o);
     flush_out(fd, &o);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(lock);
 }
 
 size_t stats_summary_json(char *buf, size_t len, bool wait)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static struct out o;
+    pthread_mutex_t *lock = &record_lock;
     if (wait)
-        pthread_mutex_lock(&lock);
-    else if (pthread_mutex_trylock(&lock) != 0)
+        pthread_mutex_lock(lock);
+    else if (pthread_mutex_trylock(lock) != 0)
         return 0;
     o.len = 0;
     write_json(&o);
     size_t n = o.len < len ? o.len : 0;
     memcpy(buf, o.buf, n);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(lock);
     return n;
 }
