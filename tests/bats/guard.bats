@@ -166,3 +166,18 @@ PY
     ! grep -q '"guard"' "$WORK/off.err"
     ! grep -q 'unsynchronized' "$WORK/off.err"
 }
+
+@test "fork while a copy is guarded: the child reads the pages without faulting and exits 0" {
+    TRIALS=1 guarded fork warn fork
+    show fork
+    [ "$(cat "$WORK/fork.rc")" = 0 ]
+    grep -qx 'fork: child exited 0' "$WORK/fork.out"
+}
+
+@test "8 threads fault on the same guarded range at once: safe, and repair gives every thread the data" {
+    TRIALS=50 guarded threads repair threads
+    show threads
+    [ "$(cat "$WORK/threads.rc")" = 0 ]
+    grep -qx "threads: early reads with the copy's data: 400 of 400" "$WORK/threads.out"
+    [ "$(guard_field threads 'g["races"] >= 50')" = True ]
+}

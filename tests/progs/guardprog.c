@@ -13,6 +13,9 @@
  *                        signal(); installed after the guard's, or before any copy with early)
  *                        gets its own fault on a page it protected itself, and returns
  *   guardprog segv     - after guarded copies, dereferences a bad pointer (dies with SIGSEGV)
+ *   guardprog fork     - forks while a copy is guarded; the child reads the destination (it must
+ *                        not fault: the child unprotects what it inherited) and exits 0
+ *   guardprog threads  - 8 threads read the same guarded destination at once before the sync
  * Environment: TRIALS (default 200), BYTES (default 4 MiB). Prints one line per check and a hash
  * of everything read after synchronizing (identical with and without the shim when synchronized). */
 #define _GNU_SOURCE
@@ -20,7 +23,9 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -274,6 +279,66 @@ static int scenario_segv(void)
     return 0;
 }
 
+static int scenario_fork(void)
+{
+    unsigned char *host = pinned();
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    CHECK(d.dtoh_async(host, dev[0], bytes, s));
+    pid_t child = fork();
+    if (child == 0) {
+        volatile unsigned char sum = 0;
+        for (size_t i = 0; i < bytes; i += 4096)
+            sum += host[i]; /* no CUDA here: just touch the inherited pages */
+        (void)sum;
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(d.stream_sync(s));
+    if (memcmp(host, expect[0], bytes) != 0) {
+        fprintf(stderr, "fork: wrong data after synchronizing\n");
+        return 1;
+    }
+    printf("fork: child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static unsigned char *shared_host;
+static int shared_k;
+static int thread_correct;
+
+static void *read_early(void *arg)
+{
+    (void)arg;
+    if (shared_host[bytes / 2] == expect[shared_k][bytes / 2])
+        __atomic_fetch_add(&thread_correct, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static int scenario_threads(void)
+{
+    shared_host = pinned();
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    for (int i = 0; i < trials; i++) {
+        shared_k = i & 1;
+        CHECK(d.dtoh_async(shared_host, dev[shared_k], bytes, s));
+        pthread_t t[8];
+        for (int j = 0; j < 8; j++)
+            pthread_create(&t[j], NULL, read_early, NULL);
+        for (int j = 0; j < 8; j++)
+            pthread_join(t[j], NULL);
+        CHECK(d.stream_sync(s));
+        if (memcmp(shared_host, expect[shared_k], bytes) != 0) {
+            fprintf(stderr, "threads: wrong data after synchronizing\n");
+            return 1;
+        }
+    }
+    printf("threads: early reads with the copy's data: %d of %d\n", thread_correct, 8 * trials);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -298,6 +363,10 @@ int main(int argc, char **argv)
         return scenario_handler(argv[2]);
     if (strcmp(what, "segv") == 0)
         return scenario_segv();
+    if (strcmp(what, "fork") == 0)
+        return scenario_fork();
+    if (strcmp(what, "threads") == 0)
+        return scenario_threads();
     fprintf(stderr, "unknown scenario %s\n", what);
     return 2;
 }
