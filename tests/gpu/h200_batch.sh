@@ -24,3 +24,7 @@ echo "== pass-through overhead, logging every transfer"
 BENCH_PAIRS=7 BENCH_EXTRA_ENV="PINSHIM_LOG=/tmp/pinshim-bench.jsonl" bash tests/bench/run_passthrough.sh | tail -2
 echo "== staging: pageable copies, no shim vs shim (defaults)"
 OUT="$OUT" bash tests/bench/run_staging.sh
+echo "== the guard on the GPU (PyTorch non_blocking D2H read, CUDA C runtime API)"
+bash tests/gpu/guard_gpu.sh
+echo "== guard cost per copy (protect + release), guard_pages all vs first"
+OUT="$OUT" bash tests/bench/run_guard_cost.sh
