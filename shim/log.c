@@ -586,16 +586,12 @@ static void start(void)
 static int32_t current_device(void)
 {
     typedef CUresult (*fn_ctx_device)(CUdevice *);
-    static fn_ctx_device ctx_device;
+    static void *ctx_device;
     if (!__atomic_load_n(&driver_allowed, __ATOMIC_RELAXED))
         return -1;
-    fn_ctx_device f = __atomic_load_n(&ctx_device, __ATOMIC_ACQUIRE);
-    if (!f) {
-        f = (fn_ctx_device)real_driver_symbol("cuCtxGetDevice");
-        if (!f)
-            return -1;
-        __atomic_store_n(&ctx_device, f, __ATOMIC_RELEASE);
-    }
+    fn_ctx_device f = (fn_ctx_device)real_driver_symbol_cached(&ctx_device, "cuCtxGetDevice");
+    if (!f)
+        return -1;
     CUdevice dev;
     pinshim_enter();
     CUresult r = f(&dev);

@@ -70,14 +70,11 @@ typedef CUresult (*get_attributes_fn)(unsigned int, CUpointer_attribute *, void 
 
 static enum host_kind driver_kind(uintptr_t p)
 {
-    static get_attributes_fn cached;
+    static void *cached;
     if (!__atomic_load_n(&driver_allowed, __ATOMIC_RELAXED))
         return KIND_UNKNOWN;
-    get_attributes_fn get_attributes = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);
-    if (!get_attributes) {
-        get_attributes = (get_attributes_fn)real_driver_symbol("cuPointerGetAttributes");
-        __atomic_store_n(&cached, get_attributes, __ATOMIC_RELEASE);
-    }
+    get_attributes_fn get_attributes =
+        (get_attributes_fn)real_driver_symbol_cached(&cached, "cuPointerGetAttributes");
     if (!get_attributes)
         return KIND_UNKNOWN;
     unsigned int memory_type = 0, is_managed = 0;

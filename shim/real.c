@@ -44,3 +44,13 @@ void *real_driver_symbol(const char *name)
     }
     return f;
 }
+
+void *real_driver_symbol_cached(void **slot, const char *name)
+{
+    void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = real_driver_symbol(name);
+        __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+    }
+    return fn;
+}

@@ -16,4 +16,7 @@ void *real_libcuda(void);
 /* A symbol of libcuda (RTLD_NEXT first, then the libcuda handle), or NULL. */
 void *real_driver_symbol(const char *name);
 
+/* real_driver_symbol(name), looked up once and kept in *slot (thread-safe; NULL is retried). */
+void *real_driver_symbol_cached(void **slot, const char *name);
+
 #endif

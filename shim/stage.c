@@ -13,17 +13,6 @@
 
 static bool forked_child;
 
-/* A libcuda function the shim calls itself, looked up once (thread-safe). */
-static void *resolve_once(void **slot, const char *name)
-{
-    void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!fn) {
-        fn = real_driver_symbol(name);
-        __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
-    }
-    return fn;
-}
-
 void stage_forget(void) { forked_child = true; }
 
 bool stage_wanted(struct copy *c)
@@ -59,9 +48,9 @@ static bool stage_safe(struct copy *c, CUdeviceptr dev, size_t bytes, CUstream s
 {
     static void *capturing_fn, *attributes_fn;
     CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus *) =
-        (CUresult(*)(CUstream, CUstreamCaptureStatus *))resolve_once(&capturing_fn, "cuStreamIsCapturing");
+        (CUresult(*)(CUstream, CUstreamCaptureStatus *))real_driver_symbol_cached(&capturing_fn, "cuStreamIsCapturing");
     CUresult (*attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr) =
-        (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))resolve_once(
+        (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))real_driver_symbol_cached(
             &attributes_fn, "cuPointerGetAttributes");
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     unsigned int memory_type = 0, managed = 0;
@@ -100,7 +89,7 @@ static enum unstaged_reason miss_reason(enum pool_miss why)
 static CUresult presync(CUstream stream)
 {
     static void *sync_fn;
-    CUresult (*stream_sync)(CUstream) = (CUresult(*)(CUstream))resolve_once(&sync_fn, "cuStreamSynchronize");
+    CUresult (*stream_sync)(CUstream) = (CUresult(*)(CUstream))real_driver_symbol_cached(&sync_fn, "cuStreamSynchronize");
     if (!stream_sync)
         return CUDA_ERROR_NOT_FOUND;
     pinshim_enter();

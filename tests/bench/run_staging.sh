@@ -12,7 +12,7 @@ MAX=${BENCH_MAX:-1073741824}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 libdir=${LIBCUDA_DIR:-$(dirname "$(ldconfig -p | awk '/libcuda.so.1 /{print $NF; exit}')")}
-gcc -std=gnu11 -O2 -I"$CUDA_HOME/include" "$ROOT/tests/bench/staging_bench.c" -o "$WORK/bench" \
+gcc -std=gnu11 -O2 -I"$CUDA_HOME/include" -I"$ROOT/tests/progs" "$ROOT/tests/bench/staging_bench.c" -o "$WORK/bench" \
     -L"$libdir" -lcuda -Wl,-rpath,"$libdir"
 PAIRS=${BENCH_PAIRS:-1}
 for ((i = 1; i <= PAIRS; i++)); do   # alternate the two, so drift hits both alike

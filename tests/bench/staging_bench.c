@@ -4,21 +4,9 @@
  * (dir, mode, size), the best GB/s of `reps` measurements. Run it with and without the shim
  * (tests/bench/run_staging.sh does, side by side); it never judges the numbers.
  * usage: staging_bench [reps] [max_bytes] */
-#include <cuda.h>
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
-#define CHECK(call)                                                                                    \
-    do {                                                                                               \
-        CUresult r_ = (call);                                                                          \
-        if (r_ != CUDA_SUCCESS) {                                                                      \
-            fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call, (int)r_);         \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
+#include "testutil.h" /* CHECK() */
 
 static double now(void)
 {
