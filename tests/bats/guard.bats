@@ -100,6 +100,30 @@ PY
     grep -qx 'own handler: 3 faults, 3 with the right si_addr' "$WORK/h_early.out"
 }
 
+@test "with a sigaltstack and an SA_ONSTACK handler: its faults reach it on that stack, races still reported" {
+    guarded h_alt warn handler altstack
+    show h_alt
+    [ "$(cat "$WORK/h_alt.rc")" = 0 ]
+    grep -qx 'own handler: 3 faults, 3 with the right si_addr' "$WORK/h_alt.out"
+    grep -qx 'own handler on the alternate stack: 3' "$WORK/h_alt.out"
+    [ "$(guard_field h_alt 'g["races"]')" = 8 ]
+}
+
+@test "Python with faulthandler enabled: races reported and repaired; a real segfault still gets its traceback" {
+    TRIALS=5 PINSHIM_GUARD=repair PINSHIM_SUMMARY=json run_app py shim python3 "$ROOT/tests/progs/guard_faulthandler.py"
+    show py
+    [ "$(cat "$WORK/py.rc")" = 0 ]
+    grep -qx "early reads with the copy's data: 5 of 5" "$WORK/py.out"
+    [ "$(guard_field py 'g["races"]')" = 5 ]
+    PINSHIM_GUARD=warn run_app crash shim bash -c 'python3 "$0" crash; exit $?' "$ROOT/tests/progs/guard_faulthandler.py"
+    show crash
+    [ "$(cat "$WORK/crash.rc")" = 139 ]
+    grep -q 'unsynchronized READ' "$WORK/crash.err"
+    grep -q 'Fatal Python error: Segmentation fault' "$WORK/crash.err"
+    grep -q 'guard_faulthandler.py", line [0-9]* in <module>' "$WORK/crash.err"
+    ! grep -q 'still alive' "$WORK/crash.out"
+}
+
 @test "an unhandled real segfault still kills the program with SIGSEGV (status 139)" {
     run_app plain noshim bash -c '"$0" segv; exit $?' "$T/guardprog"
     [ "$(cat "$WORK/plain.rc")" = 139 ]

@@ -9,8 +9,9 @@
  *   guardprog sync STYLE - synchronizes first (stream, ctx, event_sync, event_query, stream_query,
  *                        sync_copy: a synchronous copy on the legacy stream), then reads everything
  *   guardprog registered - like race, into malloc'd memory registered with cuMemHostRegister
- *   guardprog handler siginfo|plain|early - the program's own SIGSEGV handler (SA_SIGINFO or
- *                        signal(); installed after the guard's, or before any copy with early)
+ *   guardprog handler siginfo|plain|early|altstack - the program's own SIGSEGV handler (SA_SIGINFO or
+ *                        signal(); installed after the guard's, or before any copy with early;
+ *                        altstack: SA_ONSTACK on a sigaltstack, then more guarded races)
  *                        gets its own fault on a page it protected itself, and returns
  *   guardprog segv     - after guarded copies, dereferences a bad pointer (dies with SIGSEGV)
  *   guardprog fork     - forks while a copy is guarded; the child reads the destination (it must
@@ -209,11 +210,16 @@ static int scenario_sync(const char *style)
 /* --- the program's own SIGSEGV handler --- */
 
 static volatile void *own_page;
-static volatile int own_faults, own_siginfo_ok;
+static volatile int own_faults, own_siginfo_ok, own_on_altstack;
+static char *alt_stack;
+static size_t alt_stack_bytes;
 
 static void own_siginfo(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
+    char here;
+    if (alt_stack && &here >= alt_stack && &here < alt_stack + alt_stack_bytes)
+        own_on_altstack++;
     if (sig == SIGSEGV && si->si_addr == own_page)
         own_siginfo_ok++;
     own_faults++;
@@ -238,6 +244,16 @@ static void install_own(const char *how)
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = own_siginfo;
     sa.sa_flags = SA_SIGINFO;
+    if (strcmp(how, "altstack") == 0) { /* the handler runs on an alternate signal stack */
+        alt_stack_bytes = 4 * (size_t)SIGSTKSZ;
+        alt_stack = malloc(alt_stack_bytes);
+        stack_t ss = {.ss_sp = alt_stack, .ss_size = alt_stack_bytes, .ss_flags = 0};
+        if (!alt_stack || sigaltstack(&ss, NULL) != 0) {
+            perror("sigaltstack");
+            exit(3);
+        }
+        sa.sa_flags |= SA_ONSTACK;
+    }
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGSEGV, &sa, NULL) != 0 || sigaction(SIGSEGV, NULL, &old) != 0 || old.sa_sigaction != own_siginfo) {
         fprintf(stderr, "sigaction does not read back the program's handler\n");
@@ -262,6 +278,10 @@ static int scenario_handler(const char *how)
         munmap((void *)own_page, (size_t)ps);
     }
     printf("own handler: %d faults, %d with the right si_addr\n", own_faults, own_siginfo_ok);
+    if (alt_stack) { /* the guard still catches races with the alternate stack in place */
+        racy(host, 'r');
+        printf("own handler on the alternate stack: %d\n", own_on_altstack);
+    }
     CHECK(d.free_host(host));
     return own_faults == 3 ? 0 : 1;
 }
