@@ -41,6 +41,14 @@
       "pinned memory is allocated (cuMemHostAlloc, slow) in slabs of this size, cut into chunks and reused") \
     X(BOOL, pool_grow_inline, "off", "",                                                       \
       "allocate slabs on the copying thread (that copy waits milliseconds); off = in the background, the copy passes through meanwhile") \
+    X(SIZE, track_min_bytes, "1M", "",                                                         \
+      "host allocations (malloc family, anonymous mmap) of at least this many bytes are tracked for pin-on-reuse") \
+    X(BOOL, pin_on_reuse, "on", "",                                                            \
+      "register (cuMemHostRegister) a tracked pageable allocation once register_after copies touched it; later copies go at pinned speed") \
+    X(COUNT, register_after, "3", "",                                                          \
+      "copies touching a tracked allocation before it is registered (registering costs about what 1 to 5 pinned copies save)") \
+    X(SIZE, register_max_bytes, "0", "",                                                       \
+      "cap on memory registered by pin-on-reuse; least recently used registrations go first; 0 = 1/8 of RAM") \
     X(ENUM, guard, "off", "off|warn|repair|abort",                                             \
       "protect the pages of async D2H copies into pinned memory until a sync covers them; a read or write before that is reported (warn), made correct by waiting for the copy (repair), or aborts") \
     X(ENUM, guard_pages, "all", "all|first",                                                   \

@@ -4,10 +4,11 @@
 
 #include "guard.h"
 #include "log.h"
+#include "regcache.h"
 #include "stats.h"
 
 const char *const copy_dir_names[DIR_COUNT] = {"h2d", "d2h", "d2d", "h2h", "peer"};
-const char *const copy_action_names[ACTION_COUNT] = {"pass", "staged"};
+const char *const copy_action_names[ACTION_COUNT] = {"pass", "staged", "registered"};
 const char *const unstaged_reason_names[UNSTAGED_COUNT] = {"none", "below the staging threshold", "2D/3D/batch copy",
                                                            "stream capture", "device side check", "no pinned memory",
                                                            "pool being allocated", "pool busy on other streams",
@@ -28,6 +29,7 @@ void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, en
     c->unstaged = UNSTAGED_NONE;
     c->dst_kind = dst_kind == KIND_UNKNOWN ? memkind_of(dst) : dst_kind;
     c->src_kind = src_kind == KIND_UNKNOWN ? memkind_of(src) : src_kind;
+    regcache_view(c); /* memory the cache pinned is still pageable to the program */
 
     bool src_host = side_is_host(c->src_kind), dst_host = side_is_host(c->dst_kind);
     if (src_host && dst_host) {

@@ -11,14 +11,16 @@
 #include <stdint.h>
 
 #include "driver_table.h"
+
+struct alloc_rec;
 #include "memkind.h"
 
 enum copy_dir { DIR_H2D, DIR_D2H, DIR_D2D, DIR_H2H, DIR_PEER, DIR_COUNT };
 extern const char *const copy_dir_names[DIR_COUNT];
 
-/* What the shim did with the copy: passed it to the driver unchanged, or staged it through the
- * pinned pool (stage.h). */
-enum copy_action { ACTION_PASS, ACTION_STAGED, ACTION_COUNT };
+/* What the shim did with the copy: passed it to the driver unchanged, staged it through the
+ * pinned pool (stage.h), or sent it directly from memory the registration cache pinned (regcache.h). */
+enum copy_action { ACTION_PASS, ACTION_STAGED, ACTION_REGISTERED, ACTION_COUNT };
 extern const char *const copy_action_names[ACTION_COUNT];
 
 /* Why a pageable host<->device copy was passed through instead of staged. */
@@ -48,6 +50,8 @@ struct copy {
     bool async;
     enum copy_action action;
     enum unstaged_reason unstaged;
+    bool reg_overlap;         /* the host side lies in memory the registration cache pinned */
+    struct alloc_rec *reg_rec; /* the cache's record this copy uses directly (held until after it) */
 };
 
 /* Kinds known from the entry point itself (cuMemcpyHtoD: dst is device) skip classification:

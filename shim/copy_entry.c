@@ -9,6 +9,7 @@
 #include "driver_shapes.h"
 #include "entry.h"
 #include "log.h"
+#include "regcache.h"
 #include "stage.h"
 
 /* NULL means the default stream of the entry's flavour: name which one, for the record. */
@@ -24,16 +25,27 @@ static CUstream effective_stream(enum driver_entry_id id, CUstream s)
         log_copy_begin(&(c)); /* device timing of sampled copies (log.h) */                            \
         uint64_t t0_ = pinshim_now_ns();                                                               \
         result = (call);                                                                               \
+        regcache_after_copy(&(c), result); /* memory the cache pinned: complete an async copy */       \
         copy_record(&(c), result, pinshim_now_ns() - t0_);                                             \
     } while (0)
 
-/* Runs `pass` unless the copy is staged; times and records either way. */
+/* Sends the copy directly when the registration cache has (just) pinned its host memory, except
+ * that an async H2D on a busy stream is staged if staging wants it (no wait behind other work);
+ * otherwise stages it or runs `pass`. Times and records every way. */
 #define TIMED_STAGED_COPY(c, stage_call, pass)                                                         \
     do {                                                                                               \
         log_copy_begin(&(c)); /* device timing of sampled copies (log.h) */                            \
         uint64_t t0_ = pinshim_now_ns();                                                               \
-        if (!(stage_wanted(&(c)) && (stage_call)))                                                     \
+        if (regcache_direct(&(c))) {                                                                   \
+            if (!((c).async && (c).dir == DIR_H2D && !regcache_stream_idle(&(c)) && stage_wanted(&(c)) && \
+                  (stage_call))) {                                                                     \
+                (c).action = ACTION_REGISTERED;                                                        \
+                (c).unstaged = UNSTAGED_NONE;                                                          \
+                result = (pass);                                                                       \
+            }                                                                                          \
+        } else if (!(stage_wanted(&(c)) && (stage_call)))                                              \
             result = (pass);                                                                           \
+        regcache_after_copy(&(c), result);                                                             \
         copy_record(&(c), result, pinshim_now_ns() - t0_);                                             \
     } while (0)
 
@@ -248,6 +260,7 @@ static void record_batch(enum driver_entry_id id, CUdeviceptr *dsts, CUdeviceptr
         struct copy c;
         copy_describe(&c, id, dsts[i], KIND_UNKNOWN, srcs[i], KIND_UNKNOWN, sizes[i], effective_stream(id, stream), true);
         stage_mark_unsupported(&c);
+        regcache_after_copy(&c, result); /* memory the cache pinned: the batch completes before return */
         uint64_t share = total ? (uint64_t)((double)host_ns * (double)sizes[i] / (double)total) : host_ns / count;
         copy_record(&c, result, share);
     }

@@ -6,6 +6,7 @@
 #include "entry.h"
 #include "guard.h"
 #include "memkind.h"
+#include "regcache.h"
 
 CUresult shape_host_alloc(enum driver_entry_id id, SHAPE_host_alloc_P)
 {
@@ -38,6 +39,7 @@ CUresult shape_free_host(enum driver_entry_id id, SHAPE_free_host_P)
 CUresult shape_host_register(enum driver_entry_id id, SHAPE_host_register_P)
 {
     ENTRY_PROLOGUE(host_register, p, bytes, flags);
+    regcache_on_program_register((uintptr_t)p, bytes); /* the program's own registration wins */
     CUresult result = real(p, bytes, flags);
     if (result == CUDA_SUCCESS)
         memkind_add_range((uintptr_t)p, bytes, KIND_REGISTERED);

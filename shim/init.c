@@ -16,6 +16,7 @@
 #include "memkind.h"
 #include "policy.h"
 #include "pool.h"
+#include "regcache.h"
 #include "stage.h"
 #include "stats.h"
 #include "workers.h"
@@ -41,12 +42,14 @@ static void on_fork_child(void)
     workers_forget();
     log_fork_child();
     guard_fork_child();
+    regcache_fork_child();
 }
 
 __attribute__((constructor)) static void pinshim_init(void)
 {
     process_start = time(NULL);
     policy_load();
+    regcache_configure(); /* from now on large allocations are tracked */
     log_init(process_start); /* reports a bad log pattern now, not only at exit */
     guard_init();
     pthread_atfork(NULL, NULL, on_fork_child);

@@ -15,6 +15,7 @@
 #include "driver.h"
 #include "guard.h"
 #include "pool.h"
+#include "regcache.h"
 
 struct cell {
     uint64_t count, bytes, host_ns;
@@ -264,6 +265,9 @@ static void write_json(struct out *o)
                 }
     outf(o, "],\"failed_copies\":%llu", (unsigned long long)get(&failed_copies));
     write_staging_json(o);
+    char reg[1024];
+    if (regcache_summary_json(reg, sizeof reg)) /* ,"registration":{...} with pin-on-reuse on */
+        outf(o, "%s", reg);
     char guard[2048];
     if (guard_summary_json(guard, sizeof guard)) /* ,"guard":{...} when the guard is on */
         outf(o, "%s", guard);
@@ -296,7 +300,7 @@ static void write_text(struct out *o)
     char b1[32], b2[32], b3[80];
     outf(o, "==%d== pinshim %s: transfer summary for %s (pid %d)\n", pid, PINSHIM_VERSION,
          program_invocation_name, pid);
-    outf(o, "==%d== %-4s %-10s %-17s %-6s %9s %12s %12s %9s\n", pid, "dir", "host kind", "size", "action",
+    outf(o, "==%d== %-4s %-10s %-17s %-10s %9s %12s %12s %9s\n", pid, "dir", "host kind", "size", "action",
          "count", "bytes", "host time", "host GB/s");
     uint64_t total_n = 0, total_bytes = 0, total_ns = 0;
     for (int d = 0; d < DIR_COUNT; d++)
@@ -310,18 +314,21 @@ static void write_text(struct out *o)
                     total_n += n;
                     total_bytes += bytes;
                     total_ns += ns;
-                    outf(o, "==%d== %-4s %-10s %-17s %-6s %9llu %12s %12s %9.2f\n", pid, copy_dir_names[d],
+                    outf(o, "==%d== %-4s %-10s %-17s %-10s %9llu %12s %12s %9.2f\n", pid, copy_dir_names[d],
                          host_kind_names[k], bucket_label(b, b3, sizeof b3), copy_action_names[a],
                          (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_ns(ns, b2, sizeof b2),
                          ns ? (double)bytes / (double)ns : 0.0);
                 }
-    outf(o, "==%d== %-40s %9llu %12s %12s\n", pid, "total", (unsigned long long)total_n,
+    outf(o, "==%d== %-44s %9llu %12s %12s\n", pid, "total", (unsigned long long)total_n,
          units_bytes(total_bytes, b1, sizeof b1), units_ns(total_ns, b2, sizeof b2));
     uint64_t failed = get(&failed_copies);
     if (failed)
         outf(o, "==%d== failed copies (driver returned an error, passed to the program): %llu\n", pid,
              (unsigned long long)failed);
     write_staging_text(o, pid);
+    char reg[512];
+    if (regcache_summary_text(reg, sizeof reg))
+        outf(o, "%s", reg);
     char guard[512];
     if (guard_summary_text(guard, sizeof guard))
         outf(o, "%s", guard);

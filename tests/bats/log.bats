@@ -199,6 +199,7 @@ PY
 }
 
 @test "advice: async-pageable and sync-pageable rules with estimated savings, text after the table" {
+    export PINSHIM_PIN_ON_REUSE=off # keep the 10 copies of one buffer pageable
     PINSHIM_LOG="$WORK/a.jsonl" run_app shim shim "$T/logprog" copies 10
     python3 - "$WORK/a.jsonl" <<'PY'
 import json, sys

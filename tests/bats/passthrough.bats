@@ -73,6 +73,8 @@ load common
         cu*|dlsym|pinshim_*) ;;
         sigaction|signal) ;; # the guard keeps its SIGSEGV handler first (shim/guard_signal.c)
         read|write|pread|pread64|pwrite|pwrite64|readv|writev|send|sendto|sendmsg|recv|recvfrom|recvmsg) ;; # shim/io_hooks.c
+        malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc) ;; # shim/alloc.c
+        mmap|mmap64|munmap|mremap|madvise) ;; # shim/alloc.c
         *) echo "unexpected export: $sym"; exit 1;; esac
     done
 }

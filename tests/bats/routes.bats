@@ -39,12 +39,12 @@ check_route() {
     check_route "$T/routes" getproc_v1
 }
 
-# The fake driver counts calls per exported symbol: with the shim (staging off, so that it makes no
-# copies of its own), the driver must see the same calls as without it plus the shim's own pointer
+# The fake driver counts calls per exported symbol: with the shim (staging and pin-on-reuse off, so
+# that it makes no copies or registrations of its own), the driver must see the same calls as without it plus the shim's own pointer
 # queries, so each wrapper called its own variant.
 check_same_driver_calls() {
     FAKECUDA_CALL_LOG="$WORK/calls.plain" run_app plain noshim "$T/routes" "$1"
-    PINSHIM_STAGE=off FAKECUDA_CALL_LOG="$WORK/calls.shim" run_app shim shim "$T/routes" "$1"
+    PINSHIM_STAGE=off PINSHIM_PIN_ON_REUSE=off FAKECUDA_CALL_LOG="$WORK/calls.shim" run_app shim shim "$T/routes" "$1"
     show shim
     sort "$WORK/calls.plain" >"$WORK/a"
     grep -v '^cuPointerGetAttributes ' "$WORK/calls.shim" | sort >"$WORK/b"

@@ -4,6 +4,8 @@
 # happen (capture, refused pinned memory, stage = off, forked child).
 load common
 
+export PINSHIM_PIN_ON_REUSE=off # the buffers here are reused: keep them staged, not registered
+
 # staged SCENARIO [ENV...]: runs the scenario without and with the shim (JSON summary in s.json).
 # Slabs are allocated inline so that every candidate is staged and the counts are exact; the
 # background allocation (the default) has its own test.
