@@ -592,8 +592,15 @@ FK_ENTRY(cuMemHostUnregister, (void *p))
   CUresult r = fk_check_init();
   if (r)
     return r;
-  if (!hr_has_base((uintptr_t)p, FK_MEM_REGISTERED))
-    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  if (!hr_has_base((uintptr_t)p, FK_MEM_REGISTERED)) {
+    /* Measured on the H200: an address inside a registration that is not its base is rejected as
+     * an invalid value; one outside every registration as not registered. */
+    pthread_rwlock_rdlock(&mem_lock);
+    struct hrange *inside = hfind((uintptr_t)p);
+    int in_registration = inside && inside->kind == FK_MEM_REGISTERED;
+    pthread_rwlock_unlock(&mem_lock);
+    return in_registration ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  }
   fk_sync_ctx(NULL); /* unregister waits for in-flight copies touching the memory */
   struct hrange old;
   if (!hr_remove((uintptr_t)p, FK_MEM_REGISTERED, &old))

@@ -1,0 +1,127 @@
+#!/usr/bin/env bats
+# Pin-on-reuse: buffers copied again and again are registered and then copied directly; every way
+# their memory goes back (free, realloc, munmap, mremap, madvise, the program's own registration,
+# eviction, fork) leaves no registration behind; the bytes are the same as without the shim.
+# reuseprog asks the driver after each release whether a page is still registered ("STALE").
+load common
+
+# reused NAME SCENARIO [ARGS...]: runs reuseprog without and with the shim (JSON summary on stderr)
+# and requires identical stdout and status 0 from both.
+reused() {
+    local name="$1"
+    shift
+    run_app "$name.plain" noshim "$T/reuseprog" "$@"
+    PINSHIM_SUMMARY=json run_app "$name" shim timeout 120 "$T/reuseprog" "$@"
+    show "$name"
+    [ "$(cat "$WORK/$name.plain.rc")" = 0 ]
+    [ "$(cat "$WORK/$name.rc")" = 0 ]
+    diff "$WORK/$name.plain.out" "$WORK/$name.out"
+    ! grep -q STALE "$WORK/$name.out"
+}
+
+# reg NAME EXPR: a Python expression over the run's summary: `r` its "registration" object, `t` the
+# transfer rows.
+reg() {
+    python3 - "$WORK/$1.err" "$2" <<'PY'
+import json, sys
+s = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
+r, t = s["registration"], s["transfers"]
+def copies(action): return sum(x["count"] for x in t if x["action"] == action)
+print(eval(sys.argv[2]))
+PY
+}
+
+@test "reuse: 8 buffers x 10 round trips are registered at the 3rd copy, then copied directly; bytes identical" {
+    reused reuse reuse 8 10
+    [ "$(reg reuse 'r["registrations"]')" = 8 ]
+    [ "$(reg reuse 'copies("registered")')" = $((8 * 18)) ]
+    [ "$(reg reuse 'copies("pass") + copies("staged")')" = 16 ]
+    [ "$(reg reuse 'r["released"]["free"]')" = 8 ]
+    [ "$(reg reuse 'r["live_bytes"]')" = 0 ]
+    [ "$(reg reuse 'r["refused"]')" = 0 ]
+    PINSHIM_REGISTER_AFTER=5 PINSHIM_SUMMARY=json run_app after5 shim "$T/reuseprog" reuse 2 10
+    [ "$(reg after5 'copies("registered")')" = $((2 * 16)) ]
+}
+
+@test "the text summary names the registered copies and the cache's work" {
+    run_app text shim "$T/reuseprog" reuse 2 5
+    show text
+    grep -Eq '^==[0-9]+== h2d +pageable +4.0 MiB-16.0 MiB +registered +8 ' "$WORK/text.err"
+    grep -Eq '^==[0-9]+== pin-on-reuse: 2 buffers registered after 3 copies' "$WORK/text.err"
+}
+
+@test "async copies from and into a registered buffer keep the pageable promises" {
+    reused async async
+    grep -qx 'async: 0 wrong of 16 checks' "$WORK/async.out"
+    [ "$(reg async 'r["async_waits"] > 0')" = True ]
+}
+
+@test "free, realloc, munmap (whole and partial), mremap and madvise(DONTNEED) unregister first" {
+    reused free free
+    [ "$(reg free 'r["released"]["free"]')" = 1 ]
+    reused realloc realloc
+    [ "$(reg realloc 'r["registrations"] >= 2 and r["live_bytes"] == 0')" = True ]
+    reused munmap munmap
+    [ "$(reg munmap 'r["registrations"]')" = 4 ]
+    [ "$(reg munmap 'r["released"]["munmap"]')" = 4 ]
+    reused mremap mremap
+    [ "$(reg mremap 'r["released"]["munmap"]')" = 2 ]
+    reused madvise madvise
+    grep -qx 'madvise: pages read back as zero: yes' "$WORK/madvise.out"
+    [ "$(reg madvise 'r["released"]["madvise"]')" = 1 ]
+}
+
+@test "memory freed and allocated again at the same address with another size: no stale registration" {
+    reused sameaddr sameaddr
+    [ "$(reg sameaddr 'r["refused"]')" = 0 ]
+    [ "$(reg sameaddr 'r["registrations"]')" = 12 ]
+}
+
+@test "register_max_bytes: least recently used registrations are evicted, the cap holds" {
+    PINSHIM_REGISTER_MAX_BYTES=10M reused budget budget
+    [ "$(reg budget 'r["released"]["evicted"] > 0')" = True ]
+    [ "$(reg budget 'r["high_water_bytes"] <= 10 << 20')" = True ]
+    [ "$(reg budget 'r["live_bytes"]')" = 0 ]
+}
+
+@test "registration refused by the driver: one warning, copies still correct" {
+    FAKECUDA_FAIL=register reused refused reuse 4 5
+    [ "$(reg refused 'r["registrations"]')" = 0 ]
+    [ "$(reg refused 'r["refused"]')" = 4 ]
+    [ "$(grep -c 'pin-on-reuse: cuMemHostRegister' "$WORK/refused.err")" = 1 ]
+}
+
+@test "the program's own registrations are never touched; registering inside a cached one succeeds" {
+    reused own own
+    grep -qx 'own: program registers inside a reused buffer -> 0' "$WORK/own.out"
+    grep -qx 'own: program unregisters it -> 0' "$WORK/own.out"
+    [ "$(reg own 'r["released"]["program_register"]')" = 1 ]
+}
+
+@test "16 threads allocating, copying and freeing at once: bytes right, nothing left registered" {
+    PINSHIM_REGISTER_AFTER=2 reused threads threads
+    [ "$(reg threads 'r["registrations"] > 0 and r["live_bytes"] == 0')" = True ]
+}
+
+@test "fork: the child frees and unmaps registered memory without any CUDA call" {
+    reused fork fork
+    grep -qx 'fork: child exited 0' "$WORK/fork.out"
+    # the fake appends each process's calls at exit: the child called nothing, so no symbol twice
+    FAKECUDA_CALL_LOG="$WORK/calls" run_app logged shim "$T/reuseprog" fork
+    grep -q '^cuMemHostUnregister ' "$WORK/calls"
+    [ -z "$(awk '{print $1}' "$WORK/calls" | sort | uniq -d)" ]
+}
+
+@test "a malloc-heavy program (10 million small allocations) runs correctly" {
+    run_app plain noshim "$T/reuseprog" mallocs 10000000
+    run_app shim shim "$T/reuseprog" mallocs 10000000
+    show shim
+    [ "$(cat "$WORK/shim.rc")" = 0 ]
+    diff "$WORK/plain.out" "$WORK/shim.out"
+}
+
+@test "pin_on_reuse = off: nothing registered, every copy passes" {
+    PINSHIM_PIN_ON_REUSE=off reused off reuse 2 5
+    run python3 -c 'import json,sys; s=json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1]); print("registration" in s)' "$WORK/off.err"
+    [ "$output" = False ]
+}

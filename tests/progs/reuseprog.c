@@ -1,0 +1,397 @@
+/* reuseprog.c: buffers copied again and again, and every way their memory is given back, for the
+ * pin-on-reuse tests (tests/bats/regcache.bats). Each scenario prints what it checked and a hash of
+ * the bytes that went through the device; the output is identical with and without the shim.
+ * After memory is given back, the scenario asks the driver whether any of it is still registered
+ * (cuPointerGetAttributes) and prints "STALE" if so.
+ *   reuseprog reuse N PASSES     - N malloc'd 4 MiB buffers, each copied H2D and back PASSES times
+ *   reuseprog async              - async H2D from a reused buffer, source overwritten at once;
+ *                                  async D2H into it, read at once (pageable promises)
+ *   reuseprog free|realloc       - a registered buffer freed / realloc'd (moved and grown)
+ *   reuseprog munmap             - mmap regions: whole munmap, and a partial one (the rest reused)
+ *   reuseprog mremap|madvise     - a registered region moved by mremap / discarded by madvise
+ *   reuseprog sameaddr           - free, then allocate another size at the same address, reuse
+ *   reuseprog budget             - 6 buffers of 4 MiB in turn (run with a small register_max_bytes)
+ *   reuseprog own                - the program registers memory itself (inside a cached one, too)
+ *   reuseprog threads            - 16 threads allocating, copying and freeing at once
+ *   reuseprog fork               - fork with registered buffers; the child frees them and exits
+ *   reuseprog mallocs N          - N small malloc/free pairs (a malloc-heavy program) */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define MiB (1u << 20)
+
+static struct test_driver d;
+static CUcontext ctx;
+static CUdeviceptr dev;
+static uint64_t total_hash = 1469598103934665603ull;
+static int stale;
+
+typedef CUresult (*fn_attr)(void *, CUpointer_attribute, CUdeviceptr);
+static fn_attr get_attribute;
+
+static void mix(const void *p, size_t n)
+{
+    total_hash ^= test_hash(p, n);
+    total_hash *= 1099511628211ull;
+}
+
+/* The driver's view of [p, p + n) after it was given back: no page of it may be registered. */
+static void check_released(const void *p, size_t n, const char *what)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t lo = (uintptr_t)p / (uintptr_t)ps * (uintptr_t)ps;
+    for (uintptr_t a = lo; a < (uintptr_t)p + n; a += (uintptr_t)ps) {
+        unsigned int type = 0;
+        if (get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)a) == CUDA_SUCCESS &&
+            type == CU_MEMORYTYPE_HOST) {
+            printf("STALE registration after %s at offset %zu\n", what, (size_t)(a - (uintptr_t)p));
+            stale++;
+            return;
+        }
+    }
+}
+
+/* Fills, copies H2D and back through a pageable bounce, checks, and hashes. */
+static void round_trip(unsigned char *buf, size_t n, uint32_t seed)
+{
+    test_fill(buf, n, seed);
+    uint64_t h = test_hash(buf, n);
+    CHECK(d.htod(dev, buf, n));
+    memset(buf, 0, n);
+    CHECK(d.dtoh(buf, dev, n));
+    if (test_hash(buf, n) != h) {
+        printf("WRONG bytes after a round trip (seed %u)\n", seed);
+        exit(1);
+    }
+    mix(buf, n);
+}
+
+static void reuse_passes(unsigned char *buf, size_t n, int passes, uint32_t seed)
+{
+    for (int p = 0; p < passes; p++)
+        round_trip(buf, n, seed + (uint32_t)p);
+}
+
+static int scenario_reuse(int n, int passes)
+{
+    unsigned char **bufs = malloc(sizeof *bufs * (size_t)n);
+    for (int i = 0; i < n; i++)
+        bufs[i] = malloc(4 * MiB);
+    for (int p = 0; p < passes; p++)
+        for (int i = 0; i < n; i++)
+            round_trip(bufs[i], 4 * MiB, (uint32_t)(p * 1000 + i));
+    for (int i = 0; i < n; i++) {
+        free(bufs[i]);
+        check_released(bufs[i], 4 * MiB, "free");
+    }
+    printf("reuse: %d buffers x %d passes\n", n, passes);
+    free(bufs);
+    return 0;
+}
+
+static int scenario_async(void)
+{
+    const size_t n = 4 * MiB;
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    unsigned char *buf = malloc(n), *expect = malloc(n), *back = malloc(n);
+    int wrong = 0;
+    for (int i = 0; i < 8; i++) {
+        test_fill(buf, n, (uint32_t)i);
+        memcpy(expect, buf, n);
+        CHECK(d.htod_async(dev, buf, n, s));
+        memset(buf, 0xEE, n); /* allowed at once: the program believes buf pageable */
+        CHECK(d.stream_sync(s));
+        CHECK(d.dtoh(back, dev, n));
+        wrong += memcmp(back, expect, n) != 0;
+        memset(buf, 0, n);
+        CHECK(d.dtoh_async(buf, dev, n, s));
+        wrong += memcmp(buf, expect, n) != 0; /* complete on return for pageable memory */
+        CHECK(d.stream_sync(s));
+        mix(buf, n);
+    }
+    printf("async: %d wrong of 16 checks\n", wrong);
+    free(buf);
+    free(expect);
+    free(back);
+    CHECK(d.stream_destroy(s));
+    return wrong != 0;
+}
+
+static int scenario_free(void)
+{
+    unsigned char *buf = malloc(6 * MiB);
+    reuse_passes(buf, 6 * MiB, 5, 1);
+    free(buf);
+    check_released(buf, 6 * MiB, "free");
+    printf("free: done\n");
+    return 0;
+}
+
+static int scenario_realloc(void)
+{
+    unsigned char *buf = malloc(2 * MiB);
+    reuse_passes(buf, 2 * MiB, 5, 2);
+    unsigned char *old = buf;
+    buf = realloc(buf, 64 * MiB); /* grows: glibc moves (mremap) or copies it */
+    if (buf != old)
+        check_released(old, 2 * MiB, "realloc (moved)");
+    reuse_passes(buf, 64 * MiB, 5, 3);
+    old = buf;
+    buf = realloc(buf, 3 * MiB); /* shrinks */
+    reuse_passes(buf, 3 * MiB, 5, 4);
+    free(buf);
+    check_released(buf, 3 * MiB, "free after realloc");
+    printf("realloc: done\n");
+    return 0;
+}
+
+static unsigned char *map(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    return p;
+}
+
+static int scenario_munmap(void)
+{
+    unsigned char *a = map(8 * MiB);
+    reuse_passes(a, 8 * MiB, 5, 5);
+    munmap(a, 8 * MiB);
+    check_released(a, 8 * MiB, "munmap");
+    unsigned char *b = map(12 * MiB);
+    reuse_passes(b, 12 * MiB, 5, 6);
+    munmap(b + 4 * MiB, 4 * MiB); /* a hole in the middle */
+    check_released(b + 4 * MiB, 4 * MiB, "partial munmap");
+    reuse_passes(b, 4 * MiB, 5, 7);           /* what is left is still the program's memory */
+    reuse_passes(b + 8 * MiB, 4 * MiB, 5, 8); /* and may be registered again */
+    munmap(b, 4 * MiB);
+    munmap(b + 8 * MiB, 4 * MiB);
+    check_released(b, 12 * MiB, "munmap of the rest");
+    printf("munmap: done\n");
+    return 0;
+}
+
+static int scenario_mremap(void)
+{
+    unsigned char *a = map(4 * MiB);
+    reuse_passes(a, 4 * MiB, 5, 9);
+    unsigned char *b = mremap(a, 4 * MiB, 32 * MiB, MREMAP_MAYMOVE);
+    if (b == MAP_FAILED) {
+        perror("mremap");
+        return 1;
+    }
+    if (b != a)
+        check_released(a, 4 * MiB, "mremap (moved)");
+    reuse_passes(b, 32 * MiB, 5, 10);
+    munmap(b, 32 * MiB);
+    check_released(b, 32 * MiB, "munmap after mremap");
+    printf("mremap: done\n");
+    return 0;
+}
+
+static int scenario_madvise(void)
+{
+    unsigned char *a = map(8 * MiB);
+    reuse_passes(a, 8 * MiB, 5, 11);
+    if (madvise(a, 8 * MiB, MADV_DONTNEED) != 0) {
+        perror("madvise");
+        return 1;
+    }
+    check_released(a, 8 * MiB, "madvise(DONTNEED)");
+    int zero = 1;
+    for (size_t i = 0; i < 8 * MiB; i += 4096)
+        zero &= a[i] == 0; /* the kernel's promise for private anonymous pages */
+    printf("madvise: pages read back as zero: %s\n", zero ? "yes" : "no");
+    reuse_passes(a, 8 * MiB, 5, 12); /* copies after the discard see the new contents */
+    munmap(a, 8 * MiB);
+    return 0;
+}
+
+static int scenario_sameaddr(void)
+{
+    int same = 0;
+    for (int i = 0; i < 6; i++) {
+        size_t n1 = (size_t)(4 + i) * MiB, n2 = (size_t)(2 + i) * MiB;
+        unsigned char *a = malloc(n1);
+        reuse_passes(a, n1, 5, (uint32_t)(20 + i));
+        free(a);
+        unsigned char *b = malloc(n2); /* glibc's mmapped chunks: often the same address */
+        same += b == a;
+        reuse_passes(b, n2, 5, (uint32_t)(40 + i));
+        free(b);
+        check_released(b, n2, "free (same address)");
+    }
+    fprintf(stderr, "sameaddr: %d of 6 reallocations at the same address\n", same);
+    printf("sameaddr: done\n");
+    return 0;
+}
+
+static int scenario_budget(void)
+{
+    unsigned char *bufs[6];
+    for (int i = 0; i < 6; i++)
+        bufs[i] = malloc(4 * MiB);
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 6; i++)
+            reuse_passes(bufs[i], 4 * MiB, 4, (uint32_t)(100 * round + i));
+    for (int i = 0; i < 6; i++) {
+        free(bufs[i]);
+        check_released(bufs[i], 4 * MiB, "free");
+    }
+    printf("budget: done\n");
+    return 0;
+}
+
+static int scenario_own(void)
+{
+    /* the program's own registration of a reused buffer: the cache never touches it */
+    long ps = sysconf(_SC_PAGESIZE);
+    unsigned char *mine = aligned_alloc((size_t)ps, 4 * MiB);
+    CHECK(d.host_register(mine, 4 * MiB, 0));
+    reuse_passes(mine, 4 * MiB, 6, 50);
+    CHECK(d.host_unregister(mine));
+    free(mine);
+    /* a buffer the cache registered, then the program registers part of it: same result as without */
+    unsigned char *buf = aligned_alloc((size_t)ps, 8 * MiB);
+    reuse_passes(buf, 8 * MiB, 5, 60);
+    CUresult r = d.host_register(buf + MiB, 2 * MiB, 0);
+    printf("own: program registers inside a reused buffer -> %d\n", (int)r);
+    reuse_passes(buf + MiB, 2 * MiB, 3, 70);
+    reuse_passes(buf, 8 * MiB, 5, 80);
+    if (r == CUDA_SUCCESS)
+        printf("own: program unregisters it -> %d\n", (int)d.host_unregister(buf + MiB));
+    free(buf);
+    check_released(buf, 8 * MiB, "free");
+    printf("own: done\n");
+    return 0;
+}
+
+static void *thread_body(void *arg)
+{
+    uint32_t id = (uint32_t)(uintptr_t)arg;
+    CHECK(d.ctx_set(ctx));
+    CUdeviceptr mine;
+    CHECK(d.mem_alloc(&mine, 3 * MiB));
+    for (int round = 0; round < 12; round++) {
+        size_t n = (size_t)(1 + (id + (uint32_t)round) % 3) * MiB;
+        unsigned char *buf = malloc(n);
+        for (int p = 0; p < 4; p++) {
+            test_fill(buf, n, id * 1000 + (uint32_t)(round * 10 + p));
+            uint64_t h = test_hash(buf, n);
+            CHECK(d.htod(mine, buf, n));
+            memset(buf, 0, n);
+            CHECK(d.dtoh(buf, mine, n));
+            if (test_hash(buf, n) != h) {
+                printf("thread %u: WRONG bytes\n", id);
+                exit(1);
+            }
+        }
+        free(buf);
+        void *small = malloc(100 + round); /* small allocations interleaved */
+        free(small);
+    }
+    CHECK(d.mem_free(mine));
+    return NULL;
+}
+
+static int scenario_threads(void)
+{
+    pthread_t t[16];
+    for (uintptr_t i = 0; i < 16; i++)
+        pthread_create(&t[i], NULL, thread_body, (void *)i);
+    for (int i = 0; i < 16; i++)
+        pthread_join(t[i], NULL);
+    printf("threads: 16 threads done\n");
+    return 0;
+}
+
+static int scenario_fork(void)
+{
+    unsigned char *a = malloc(4 * MiB), *b = map(8 * MiB);
+    reuse_passes(a, 4 * MiB, 5, 90);
+    reuse_passes(b, 8 * MiB, 5, 91);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) { /* no CUDA here: read, free and unmap what was inherited, allocate more */
+        uint64_t h = test_hash(a, 4 * MiB) ^ test_hash(b, 8 * MiB);
+        free(a);
+        munmap(b, 8 * MiB);
+        for (int i = 0; i < 50; i++) {
+            void *p = malloc(2 * MiB);
+            memset(p, i, 2 * MiB);
+            free(p);
+        }
+        exit(h ? 0 : 3); /* exit, not _exit: the fake driver's exit handlers run too */
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    printf("fork: child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    reuse_passes(a, 4 * MiB, 2, 92); /* the parent's buffers are untouched by the child */
+    free(a);
+    munmap(b, 8 * MiB);
+    check_released(a, 4 * MiB, "free after fork");
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static int scenario_mallocs(long n)
+{
+    uint64_t sum = 0;
+    for (long i = 0; i < n; i++) {
+        size_t sz = 16 + (size_t)(i % 200) * 8;
+        unsigned char *p = malloc(sz);
+        p[0] = (unsigned char)i;
+        p[sz - 1] = (unsigned char)(i >> 8);
+        sum += p[0] + p[sz - 1];
+        free(p);
+    }
+    printf("mallocs: %ld pairs, checksum %llu\n", n, (unsigned long long)sum);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: reuseprog SCENARIO [ARGS]\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(argv[1], "mallocs"))
+        return scenario_mallocs(argc > 2 ? atol(argv[2]) : 10000000);
+    ctx = test_driver_start(&d, "dlsym");
+    get_attribute = (fn_attr)dlsym(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "cuPointerGetAttribute");
+    if (!get_attribute) {
+        fprintf(stderr, "no cuPointerGetAttribute\n");
+        return 2;
+    }
+    CHECK(d.mem_alloc(&dev, 64 * MiB));
+    int rc;
+    if (!strcmp(argv[1], "reuse"))
+        rc = scenario_reuse(argc > 2 ? atoi(argv[2]) : 8, argc > 3 ? atoi(argv[3]) : 10);
+    else if (!strcmp(argv[1], "async")) rc = scenario_async();
+    else if (!strcmp(argv[1], "free")) rc = scenario_free();
+    else if (!strcmp(argv[1], "realloc")) rc = scenario_realloc();
+    else if (!strcmp(argv[1], "munmap")) rc = scenario_munmap();
+    else if (!strcmp(argv[1], "mremap")) rc = scenario_mremap();
+    else if (!strcmp(argv[1], "madvise")) rc = scenario_madvise();
+    else if (!strcmp(argv[1], "sameaddr")) rc = scenario_sameaddr();
+    else if (!strcmp(argv[1], "budget")) rc = scenario_budget();
+    else if (!strcmp(argv[1], "own")) rc = scenario_own();
+    else if (!strcmp(argv[1], "threads")) rc = scenario_threads();
+    else if (!strcmp(argv[1], "fork")) rc = scenario_fork();
+    else {
+        fprintf(stderr, "unknown scenario %s\n", argv[1]);
+        return 2;
+    }
+    CHECK(d.mem_free(dev));
+    printf("hash %016llx, stale registrations: %d\n", (unsigned long long)total_hash, stale);
+    return rc || stale;
+}
