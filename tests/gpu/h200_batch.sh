@@ -28,3 +28,8 @@ echo "== the guard on the GPU (PyTorch non_blocking D2H read, CUDA C runtime API
 bash tests/gpu/guard_gpu.sh
 echo "== guard cost per copy (protect + release), guard_pages all vs first"
 OUT="$OUT" bash tests/bench/run_guard_cost.sh
+echo "== pin-on-reuse: C reuse loop, PyTorch reuse loop, small malloc cost"
+OUT="$OUT" bash tests/bench/run_reuse.sh
+echo "== what cuMemHostRegister does to a malloc'd buffer (fork, error codes, cost)"
+${CC:-gcc} -std=gnu11 -O2 -I"${CUDA_HOME:-/usr/local/cuda}/include" tests/gpu/register_probe.c -o /tmp/register_probe -ldl &&
+    /tmp/register_probe

@@ -1,0 +1,53 @@
+/* reuse_bench.c: the classic reuse loop. B host buffers of S bytes are copied H2D, in turn, P
+ * passes; prints the throughput of each pass. The buffers are malloc'd (pageable) or, with
+ * "pinned", cuMemHostAlloc'd. Run it without the shim (pageable), under the shim (pin-on-reuse),
+ * and pinned, side by side: tests/bench/run_reuse.sh. Never asserts a timing.
+ * Usage: reuse_bench pageable|pinned [B [S [P]]]   (default 200 buffers of 4 MiB, 10 passes) */
+#define _GNU_SOURCE
+#include <time.h>
+
+#include "../progs/testutil.h"
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    int pinned = argc > 1 && !strcmp(argv[1], "pinned");
+    int nbuf = argc > 2 ? atoi(argv[2]) : 200;
+    size_t bytes = argc > 3 ? (size_t)strtoull(argv[3], NULL, 0) : 4u << 20;
+    int passes = argc > 4 ? atoi(argv[4]) : 10;
+    struct test_driver d;
+    test_driver_start(&d, "getproc");
+    unsigned char **bufs = malloc(sizeof *bufs * (size_t)nbuf);
+    CUdeviceptr *devs = malloc(sizeof *devs * (size_t)nbuf);
+    for (int i = 0; i < nbuf; i++) {
+        if (pinned)
+            CHECK(d.host_alloc((void **)&bufs[i], bytes, 0));
+        else
+            bufs[i] = malloc(bytes);
+        memset(bufs[i], i, bytes);
+        CHECK(d.mem_alloc(&devs[i], bytes));
+    }
+    for (int p = 0; p < passes; p++) {
+        CHECK(d.ctx_sync());
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < nbuf; i++)
+            CHECK(d.htod(devs[i], bufs[i], bytes));
+        CHECK(d.ctx_sync());
+        double s = (double)(now_ns() - t0) / 1e9;
+        printf("pass %d: %.2f GB/s (%.1f ms)\n", p + 1, (double)nbuf * (double)bytes / s / 1e9, s * 1e3);
+    }
+    for (int i = 0; i < nbuf; i++) {
+        CHECK(d.mem_free(devs[i]));
+        if (pinned)
+            CHECK(d.free_host(bufs[i]));
+        else
+            free(bufs[i]);
+    }
+    return 0;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# tests/bench/run_reuse.sh: pin-on-reuse, measured side by side in one run.
+#  1. the C reuse loop (tests/bench/reuse_bench.c, 200 malloc'd 4 MiB buffers, 10 passes of H2D):
+#     pageable without the shim, pageable under the shim, pinned without the shim; per-pass GB/s and
+#     the ratio of the shim's last passes to pinned;
+#  2. PyTorch (when importable): 200 pageable 4 MB tensors .to("cuda"), median ms without the shim,
+#     under it, and pinned (tests/gpu/torch_reuse.py);
+#  3. small malloc/free pairs with and without the shim, alternating, 5 pairs: ns per pair.
+# Without a GPU it runs against the fake driver (FAKECUDA_GBPS=0 unless set): only the malloc
+# numbers are meaningful there. Never asserts a timing. Environment: CUDA_HOME, CC, OUT (copies
+# the output to $OUT/bench/reuse.txt), REUSE_ARGS (reuse_bench's B S P, default "200 4194304 10").
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT" || exit 1
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+CC=${CC:-gcc}
+SHIM=$ROOT/build/libpinshim.so
+make -s -C "$ROOT" >/dev/null || exit 1
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/pinshim-reuse.XXXXXX") || exit 1
+trap 'rm -rf "$WORK"' EXIT
+$CC -std=gnu11 -O2 -Wall -I"$CUDA_HOME/include" tests/bench/reuse_bench.c -o "$WORK/reuse_bench" -ldl || exit 1
+$CC -std=gnu11 -O2 -Wall tests/bench/malloc_cost.c -o "$WORK/malloc_cost" || exit 1
+gpu=1
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    gpu=0
+    make -s -C "$ROOT" fakecuda >/dev/null || exit 1
+    export LD_LIBRARY_PATH="$ROOT/build/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export FAKECUDA_GBPS=${FAKECUDA_GBPS:-0}
+fi
+[ -n "${OUT:-}" ] && mkdir -p "$OUT/bench"
+exec > >(tee ${OUT:+"$OUT/bench/reuse.txt"}) 2>&1
+[ "$gpu" = 0 ] && echo "# no GPU: the fake driver (copy rates are not a GPU's; the malloc numbers are real)"
+ARGS=${REUSE_ARGS:-200 4194304 10}
+echo "== C reuse loop: reuse_bench $ARGS (H2D, GB/s per pass)"
+PINSHIM_SUMMARY=none "$WORK/reuse_bench" pageable $ARGS >"$WORK/plain.txt"
+PINSHIM_SUMMARY=none LD_PRELOAD="$SHIM" "$WORK/reuse_bench" pageable $ARGS >"$WORK/shim.txt"
+PINSHIM_SUMMARY=none "$WORK/reuse_bench" pinned $ARGS >"$WORK/pinned.txt"
+printf '%-8s %22s %22s %22s\n' pass "pageable, no shim" "pageable, shim" "pinned, no shim"
+paste "$WORK/plain.txt" "$WORK/shim.txt" "$WORK/pinned.txt" | awk '{printf "%-8s %22s %22s %22s\n", $2, $3, $9, $15}'
+paste "$WORK/shim.txt" "$WORK/pinned.txt" | awk '{n++} n > 3 {s += $3; p += $9; k++}
+    END {if (k) printf "passes 4+: shim %.2f GB/s, pinned %.2f GB/s, ratio shim/pinned %.3f\n", s/k, p/k, s/p}'
+paste "$WORK/plain.txt" "$WORK/shim.txt" | awk '{n++} n > 3 {a += $3; s += $9; k++}
+    END {if (k) printf "passes 4+: speedup over pageable without the shim %.2fx\n", s/a}'
+if [ "$gpu" = 1 ] && python3 -c 'import torch' 2>/dev/null; then
+    echo "== PyTorch: 200 pageable tensors of 4 MB, .to(\"cuda\")"
+    python3 tests/gpu/torch_reuse.py | tee "$WORK/t_plain.txt"
+    PINSHIM_SUMMARY=none LD_PRELOAD="$SHIM" python3 tests/gpu/torch_reuse.py | tee "$WORK/t_shim.txt"
+    PINNED=1 python3 tests/gpu/torch_reuse.py | tee "$WORK/t_pinned.txt"
+    a=$(awk '{print $5}' "$WORK/t_plain.txt"); b=$(awk '{print $5}' "$WORK/t_shim.txt")
+    awk -v a="$a" -v b="$b" 'BEGIN {printf "PyTorch speedup under the shim: %.2fx\n", a / b}'
+fi
+echo "== small malloc/free pairs (ns per pair; 5 alternating pairs)"
+for i in 1 2 3 4 5; do
+    a=$("$WORK/malloc_cost" | awk '{print $1}')
+    b=$(LD_PRELOAD="$SHIM" PINSHIM_SUMMARY=none "$WORK/malloc_cost" | awk '{print $1}')
+    awk -v a="$a" -v b="$b" 'BEGIN {printf "no shim %.2f  shim %.2f  difference %+.2f\n", a, b, b - a}'
+done
