@@ -85,6 +85,7 @@ gpu-test: all
 bench: all
 	bash tests/bench/run_passthrough.sh
 	bash tests/bench/run_staging.sh
+	bash tests/bench/run_reuse.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/pinshim/policy

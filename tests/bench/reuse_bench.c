@@ -34,11 +34,11 @@ int main(int argc, char **argv)
         CHECK(d.mem_alloc(&devs[i], bytes));
     }
     for (int p = 0; p < passes; p++) {
-        CHECK(d.ctx_sync());
+        CHECK(d.stream_sync(NULL)); /* the legacy stream: these copies' stream */
         uint64_t t0 = now_ns();
         for (int i = 0; i < nbuf; i++)
             CHECK(d.htod(devs[i], bufs[i], bytes));
-        CHECK(d.ctx_sync());
+        CHECK(d.stream_sync(NULL));
         double s = (double)(now_ns() - t0) / 1e9;
         printf("pass %d: %.2f GB/s (%.1f ms)\n", p + 1, (double)nbuf * (double)bytes / s / 1e9, s * 1e3);
     }

@@ -49,9 +49,14 @@ if [ "$gpu" = 1 ] && python3 -c 'import torch' 2>/dev/null; then
     a=$(awk '{print $5}' "$WORK/t_plain.txt"); b=$(awk '{print $5}' "$WORK/t_shim.txt")
     awk -v a="$a" -v b="$b" 'BEGIN {printf "PyTorch speedup under the shim: %.2fx\n", a / b}'
 fi
-echo "== small malloc/free pairs (ns per pair; 5 alternating pairs)"
-for i in 1 2 3 4 5; do
-    a=$("$WORK/malloc_cost" | awk '{print $1}')
-    b=$(LD_PRELOAD="$SHIM" PINSHIM_SUMMARY=none "$WORK/malloc_cost" | awk '{print $1}')
+echo "== small malloc/free pairs (ns per pair, both pinned to one CPU; 9 alternating pairs, then the medians)"
+PIN=""
+command -v taskset >/dev/null 2>&1 && PIN="taskset -c 1"
+for i in 1 2 3 4 5 6 7 8 9; do
+    a=$($PIN "$WORK/malloc_cost" | awk '{print $1}')
+    b=$(LD_PRELOAD="$SHIM" PINSHIM_SUMMARY=none $PIN "$WORK/malloc_cost" | awk '{print $1}')
+    echo "$a $b" >>"$WORK/malloc.txt"
     awk -v a="$a" -v b="$b" 'BEGIN {printf "no shim %.2f  shim %.2f  difference %+.2f\n", a, b, b - a}'
 done
+sort -n -k1 "$WORK/malloc.txt" | awk '{a[NR] = $1} END {printf "median no shim %.2f ns", a[5]}'
+sort -n -k2 "$WORK/malloc.txt" | awk '{b[NR] = $2} END {printf ", median shim %.2f ns\n", b[5]}'

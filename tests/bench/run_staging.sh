@@ -18,7 +18,7 @@ PAIRS=${BENCH_PAIRS:-1}
 for ((i = 1; i <= PAIRS; i++)); do   # alternate the two, so drift hits both alike
     "$WORK/bench" "$REPS" "$MAX" >"$WORK/plain.$i.txt"
     # shellcheck disable=SC2086
-    env ${BENCH_EXTRA_ENV:-} PINSHIM_SUMMARY=none LD_PRELOAD="$ROOT/build/libpinshim.so" \
+    env PINSHIM_PIN_ON_REUSE=off ${BENCH_EXTRA_ENV:-} PINSHIM_SUMMARY=none LD_PRELOAD="$ROOT/build/libpinshim.so" \
         "$WORK/bench" "$REPS" "$MAX" >"$WORK/shim.$i.txt"
 done
 echo "# pageable copies, fresh buffers, best of $REPS tries (4x that up to 16 MiB), median over $PAIRS alternating runs;"
