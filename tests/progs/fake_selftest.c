@@ -305,7 +305,8 @@ static void test_memory_kinds(void)
   OK(get_attrs(reg + 5000, &a));
   EXPECT(a.type == CU_MEMORYTYPE_HOST && a.start == PTR(reg + 4096), "registered attributes");
   EXPECT_RC(D.cuMemHostRegister_v2(reg, 4097, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
-  EXPECT_RC(D.cuMemHostUnregister(reg + 5000), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  EXPECT_RC(D.cuMemHostUnregister(reg + 5000), CUDA_ERROR_INVALID_VALUE); /* inside, not the base (H200) */
+  EXPECT_RC(D.cuMemHostUnregister(reg + 1), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED); /* outside */
   EXPECT_RC(D.cuMemFreeHost(reg + 4096), CUDA_ERROR_INVALID_VALUE);
 
   /* pageable memory: no error from cuPointerGetAttributes, an error from cuPointerGetAttribute */
