@@ -107,14 +107,8 @@ static void extent(const struct alloc_rec *r, uintptr_t *lo, uintptr_t *hi)
     }
 }
 
-bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin, struct alloc_rec **stale)
+bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
 {
-    *stale = NULL;
-    struct alloc_rec *old = alloc_table_find_base(base);
-    if (old) {
-        alloc_table_remove(old);
-        *stale = old;
-    }
     if (sorted_count == sorted_capacity) {
         size_t cap = sorted_capacity ? sorted_capacity * 2 : 256;
         struct alloc_rec **grown = realloc(sorted, cap * sizeof *grown);
@@ -214,8 +208,6 @@ void alloc_table_remove(struct alloc_rec *r)
 }
 
 void alloc_table_free_rec(struct alloc_rec *r) { free(r); }
-
-size_t alloc_table_count(void) { return sorted_count; }
 
 void alloc_table_forget_all(void)
 {

@@ -48,10 +48,9 @@ bool alloc_table_held(void); /* this thread holds the lock */
 void alloc_table_wait(void);
 void alloc_table_broadcast(void);
 
-/* Adds a record for [base, base + size). A stale record at the same base (its free was not seen)
- * is removed first and returned through *stale for the caller to release; NULL otherwise.
+/* Adds a record for [base, base + size); the caller has released any record overlapping it.
  * Returns false when out of memory (the allocation is then simply not tracked). */
-bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin, struct alloc_rec **stale);
+bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin);
 
 /* The record whose base is exactly `base`, or NULL. */
 struct alloc_rec *alloc_table_find_base(uintptr_t base);
@@ -74,8 +73,6 @@ void alloc_table_remove(struct alloc_rec *r);
 
 /* Frees a detached record's memory. */
 void alloc_table_free_rec(struct alloc_rec *r);
-
-size_t alloc_table_count(void);
 
 /* Lock-free: false means `p` is certainly not a tracked base (most frees stop here). */
 bool alloc_table_maybe_base(uintptr_t p);

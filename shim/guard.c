@@ -109,7 +109,6 @@ typedef CUresult (*fn_host_alloc)(void **, size_t, unsigned int);
 typedef CUresult (*fn_host_dev_ptr)(CUdeviceptr *, void *, unsigned int);
 typedef CUresult (*fn_write_value)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 typedef CUresult (*fn_launch_host)(CUstream, CUhostFn, void *);
-typedef CUresult (*fn_is_capturing)(CUstream, CUstreamCaptureStatus *);
 typedef CUresult (*fn_stream_flags)(CUstream, unsigned int *);
 typedef CUresult (*fn_ctx_current)(CUcontext *);
 
@@ -117,7 +116,6 @@ static struct {
     bool ready;
     fn_write_value write_value;
     fn_launch_host launch_host;
-    fn_is_capturing is_capturing;
     fn_stream_flags stream_flags;
     fn_ctx_current ctx_current;
     bool write_value_failed; /* once it fails, host functions only */
@@ -134,7 +132,6 @@ static bool setup_once(void)
     if (!drv.write_value)
         drv.write_value = (fn_write_value)real_driver_symbol("cuStreamWriteValue32");
     drv.launch_host = (fn_launch_host)real_driver_symbol("cuLaunchHostFunc");
-    drv.is_capturing = (fn_is_capturing)real_driver_symbol("cuStreamIsCapturing");
     drv.stream_flags = (fn_stream_flags)real_driver_symbol("cuStreamGetFlags");
     drv.ctx_current = (fn_ctx_current)real_driver_symbol("cuCtxGetCurrent");
     fn_host_alloc host_alloc = (fn_host_alloc)driver_real(ENTRY_host_alloc);
@@ -319,17 +316,6 @@ static void stream_facts(struct guard_slot *s, CUstream stream)
     pinshim_leave();
 }
 
-static bool stream_capturing(CUstream stream)
-{
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!drv.is_capturing)
-        return false;
-    pinshim_enter();
-    CUresult r = drv.is_capturing(stream, &status);
-    pinshim_leave();
-    return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 static void guard_copy(const struct copy *c)
 {
     uintptr_t ps = page_size(), alloc_lo, alloc_hi;
@@ -351,7 +337,7 @@ static void guard_copy(const struct copy *c)
         return;
     }
     guard_modules_refresh(); /* names the frames of later reports; cheap when nothing was loaded */
-    if (stream_capturing(c->stream)) {
+    if (real_stream_capturing(c->stream)) {
         pthread_mutex_unlock(&setup_lock);
         count(&n.capture, 1);
         return;

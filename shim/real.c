@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+#include "common.h"
+
 void *(*pinshim_real_dlsym)(void *, const char *);
 
 int real_dlsym_ready(void)
@@ -53,4 +55,18 @@ void *real_driver_symbol_cached(void **slot, const char *name)
         __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
     }
     return fn;
+}
+
+bool real_stream_capturing(CUstream stream)
+{
+    static void *slot;
+    CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus *) =
+        (CUresult(*)(CUstream, CUstreamCaptureStatus *))real_driver_symbol_cached(&slot, "cuStreamIsCapturing");
+    if (!is_capturing)
+        return false;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    pinshim_enter();
+    CUresult r = is_capturing(stream, &status);
+    pinshim_leave();
+    return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }

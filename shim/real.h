@@ -4,6 +4,9 @@
 #ifndef PINSHIM_REAL_H
 #define PINSHIM_REAL_H
 
+#include <cuda.h>
+#include <stdbool.h>
+
 /* The libc dlsym. Read by the assembly entry of dlsym (dlsym_entry.S): keep the name. */
 extern void *(*pinshim_real_dlsym)(void *handle, const char *name);
 
@@ -18,5 +21,10 @@ void *real_driver_symbol(const char *name);
 
 /* real_driver_symbol(name), looked up once and kept in *slot (thread-safe; NULL is retried). */
 void *real_driver_symbol_cached(void **slot, const char *name);
+
+/* Whether `stream` is capturing, asked with the reentrancy depth raised; an error counts as
+ * capturing (the safe answer for callers that would add work or wait), a driver without
+ * cuStreamIsCapturing as not. */
+bool real_stream_capturing(CUstream stream);
 
 #endif

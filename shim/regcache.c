@@ -63,7 +63,6 @@ void regcache_configure(void)
 typedef CUresult (*fn_register)(void *, size_t, unsigned int);
 typedef CUresult (*fn_unregister)(void *);
 typedef CUresult (*fn_stream)(CUstream);
-typedef CUresult (*fn_capturing)(CUstream, CUstreamCaptureStatus *);
 
 static CUresult driver_register(uintptr_t lo, size_t len)
 {
@@ -109,19 +108,6 @@ static CUresult stream_call(const char *name, void **slot, CUstream s)
     CUresult r = f(s);
     pinshim_leave();
     return r;
-}
-
-static bool stream_capturing(CUstream s)
-{
-    static void *slot;
-    fn_capturing f = (fn_capturing)real_driver_symbol_cached(&slot, "cuStreamIsCapturing");
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (!f)
-        return false;
-    pinshim_enter();
-    CUresult r = f(s, &st);
-    pinshim_leave();
-    return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 /* --- releases --- */
@@ -275,8 +261,7 @@ void regcache_on_alloc(uintptr_t base, size_t size, enum alloc_origin origin)
             break;
         release_record_locked(h.r, WHY_STALE);
     }
-    struct alloc_rec *stale = NULL;
-    alloc_table_add(base, size, origin, &stale); /* no stale one is left at this base: checked above */
+    alloc_table_add(base, size, origin); /* untracked if out of memory */
     alloc_table_unlock();
 }
 
@@ -393,11 +378,14 @@ bool regcache_direct(struct copy *c)
 {
     if (!enabled || (c->dir != DIR_H2D && c->dir != DIR_D2H) || c->host_kind != KIND_PAGEABLE || !c->bytes)
         return false;
-    if (c->async && stream_capturing(c->stream))
-        return false;
     uintptr_t lo = host_side(c), hi = lo + c->bytes;
     alloc_table_lock();
-    struct alloc_rec *r = alloc_table_containing(lo);
+    bool tracked = alloc_table_containing(lo) != NULL;
+    alloc_table_unlock();
+    if (!tracked || (c->async && real_stream_capturing(c->stream))) /* ask the driver only for tracked memory */
+        return false;
+    alloc_table_lock();
+    struct alloc_rec *r = alloc_table_containing(lo); /* again: it may have been freed meanwhile */
     if (!r || r->detached) {
         alloc_table_unlock();
         return false;
@@ -427,7 +415,7 @@ bool regcache_stream_idle(const struct copy *c)
 void regcache_after_copy(struct copy *c, CUresult result)
 {
     if (c->reg_overlap && c->async && result == CUDA_SUCCESS && c->action != ACTION_STAGED &&
-        !stream_capturing(c->stream)) {
+        !real_stream_capturing(c->stream)) {
         static void *slot;
         stream_call("cuStreamSynchronize", &slot, c->stream); /* pageable semantics: complete on return */
         count(&n_waits, 1);
