@@ -220,6 +220,11 @@ static int kind_locked(uintptr_t p, size_t len)
   struct hrange *r = hfind(p);
   if (r && len <= r->size - (p - r->base))
     return r->kind;
+  /* Measured on an H100 and an H200 (driver 580): a host range that starts inside a registration
+   * and runs past its end is refused with CUDA_ERROR_INVALID_VALUE, sync and async, both
+   * directions. One that starts before a registration and runs into or across it is accepted. */
+  if (r && r->kind == FK_MEM_REGISTERED)
+    return FK_MEM_BAD;
   return FK_MEM_PAGEABLE;
 }
 

@@ -14,8 +14,15 @@
  *   reuseprog own                - the program registers memory itself (inside a cached one, too)
  *   reuseprog threads            - 16 threads allocating, copying and freeing at once
  *   reuseprog fork               - fork with registered buffers; the child frees them and exits
- *   reuseprog mallocs N          - N small malloc/free pairs (a malloc-heavy program) */
+ *   reuseprog mallocs N          - N small malloc/free pairs (a malloc-heavy program)
+ *   reuseprog neighbours         - 24 heap blocks of 4,000,000 bytes side by side (mmap threshold
+ *                                  raised), each copied H2D and D2H six times, sync and async, then
+ *                                  sub-ranges that start inside a block and run to its end; every
+ *                                  return code is printed (a neighbour of a registration must not
+ *                                  fail: the real driver refuses a copy that starts inside a
+ *                                  registration and runs past its end) */
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -357,6 +364,58 @@ static int scenario_mallocs(long n)
     return 0;
 }
 
+/* One copy of buf[off, off + n) to the device and back, sync or async; counts refused calls and
+ * wrong bytes instead of stopping, so the output shows every difference. */
+static int neighbour_failures, neighbour_wrong;
+
+static void neighbour_copy(unsigned char *buf, size_t off, size_t n, int async, CUstream s, uint32_t seed)
+{
+    test_fill(buf + off, n, seed);
+    uint64_t h = test_hash(buf + off, n);
+    CUresult r = async ? d.htod_async(dev, buf + off, n, s) : d.htod(dev, buf + off, n);
+    if (r != CUDA_SUCCESS) {
+        printf("neighbours: H2D%s of [%zu, +%zu) returned %d\n", async ? " async" : "", off, n, (int)r);
+        neighbour_failures++;
+    }
+    memset(buf + off, 0, n);
+    r = async ? d.dtoh_async(buf + off, dev, n, s) : d.dtoh(buf + off, dev, n);
+    if (r != CUDA_SUCCESS) {
+        printf("neighbours: D2H%s of [%zu, +%zu) returned %d\n", async ? " async" : "", off, n, (int)r);
+        neighbour_failures++;
+    }
+    neighbour_wrong += test_hash(buf + off, n) != h;
+    mix(buf + off, n);
+}
+
+static int scenario_neighbours(void)
+{
+    enum { BLOCKS = 24, ROUNDS = 6 };
+    const size_t n = 4000000;
+    mallopt(M_MMAP_THRESHOLD, 256 << 20); /* glibc then hands the blocks out side by side */
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    unsigned char *blocks[BLOCKS];
+    for (int b = 0; b < BLOCKS; b++)
+        blocks[b] = malloc(n);
+    for (int round = 0; round < ROUNDS; round++)
+        for (int b = 0; b < BLOCKS; b++)
+            neighbour_copy(blocks[b], 0, n, round & 1, s, (uint32_t)(round * BLOCKS + b));
+    /* sub-ranges: the second half, the last bytes, an interior range, a range ending mid-block */
+    const size_t offs[4][2] = {{n / 2, n - n / 2}, {n - 100, 100}, {1000, n - 2000}, {5000, n / 3}};
+    for (int b = 0; b < BLOCKS; b++)
+        for (int k = 0; k < 4; k++)
+            neighbour_copy(blocks[b], offs[k][0], offs[k][1], (b + k) & 1, s, (uint32_t)(1000 + b * 4 + k));
+    CHECK(d.stream_sync(s));
+    for (int b = 0; b < BLOCKS; b++) {
+        free(blocks[b]);
+        check_released(blocks[b], n, "free of a neighbour");
+    }
+    CHECK(d.stream_destroy(s));
+    printf("neighbours: %d refused copies, %d wrong round trips\n", neighbour_failures, neighbour_wrong);
+    return neighbour_failures || neighbour_wrong;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -387,6 +446,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "own")) rc = scenario_own();
     else if (!strcmp(argv[1], "threads")) rc = scenario_threads();
     else if (!strcmp(argv[1], "fork")) rc = scenario_fork();
+    else if (!strcmp(argv[1], "neighbours")) rc = scenario_neighbours();
     else {
         fprintf(stderr, "unknown scenario %s\n", argv[1]);
         return 2;
