@@ -29,7 +29,6 @@ struct driver_fns {
     CUresult (*ctx_push)(CUcontext);
     CUresult (*ctx_pop)(CUcontext *);
     CUresult (*primary_retain)(CUcontext *, CUdevice);
-    CUresult (*exchange_capture_mode)(CUstreamCaptureMode *); /* optional */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -61,7 +60,6 @@ static bool resolve(void)
     RESOLVE(ctx_push, "cuCtxPushCurrent_v2");
     RESOLVE(ctx_pop, "cuCtxPopCurrent_v2");
     RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
-    RESOLVE(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
     resolved = true;
     if (!fns.host_alloc || !fns.event_create || !fns.event_destroy || !fns.event_record || !fns.event_query ||
         !fns.event_sync || !fns.stream_sync || !fns.ctx_get_current || !fns.ctx_set_current ||
@@ -88,27 +86,14 @@ size_t pool_chunk_bytes(void)
 
 bool pool_available(void) { return !__atomic_load_n(&broken, __ATOMIC_RELAXED); }
 
-void pool_relaxed_begin(CUstreamCaptureMode *saved)
-{
-    *saved = CU_STREAM_CAPTURE_MODE_RELAXED;
-    if (fns.exchange_capture_mode)
-        fns.exchange_capture_mode(saved);
-}
-
-void pool_relaxed_end(CUstreamCaptureMode saved)
-{
-    if (fns.exchange_capture_mode)
-        fns.exchange_capture_mode(&saved);
-}
-
 /* One driver call of the shim's own: depth raised, relaxed capture mode. */
 #define SHIM_CALL(result, call)                                                                        \
     do {                                                                                               \
         CUstreamCaptureMode saved_;                                                                    \
         pinshim_enter();                                                                               \
-        pool_relaxed_begin(&saved_);                                                                   \
+        real_relaxed_begin(&saved_);                                                                   \
         result = (call);                                                                               \
-        pool_relaxed_end(saved_);                                                                      \
+        real_relaxed_end(saved_);                                                                      \
         pinshim_leave();                                                                               \
     } while (0)
 

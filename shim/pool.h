@@ -61,9 +61,6 @@ size_t pool_chunk_bytes(void);
 /* The program resets a device's primary context: forget the slabs it holds (they are freed). */
 void pool_drop_device(CUdevice dev);
 
-/* Runs a driver call of the shim's own in relaxed capture mode (see above): begin, call, end. */
-void pool_relaxed_begin(CUstreamCaptureMode *saved);
-void pool_relaxed_end(CUstreamCaptureMode saved);
 
 struct pool_stats {
     uint64_t pool_bytes, high_water_bytes, chunk_reuses, acquires, wait_ns;
