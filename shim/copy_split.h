@@ -6,7 +6,8 @@
  * complete (what the program was promised for memory it believes pageable, sync or async).
  * Contract: called from the copy path with the registration held (regcache_direct() said yes and
  * regcache_direct_whole() no); returns the first error a piece got, or CUDA_SUCCESS; sets
- * c->completed. Never used during stream capture (regcache_direct() declines there). */
+ * c->completed. Never used during stream capture (regcache_direct() declines there). Bytes
+ * outside the registration may pass through a pinned pool chunk (pool.h) taken only if free now. */
 #ifndef PINSHIM_COPY_SPLIT_H
 #define PINSHIM_COPY_SPLIT_H
 

@@ -51,6 +51,10 @@ PY
     [ "$(python3 -c 'import json,sys; print(json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])["failed_copies"])' "$WORK/neighbours.err")" = 0 ]
     [ "$(reg neighbours 'copies("registered") >= 100')" = True ]
     [ "$(reg neighbours 'r["released"]["edge"]')" = 0 ]
+    # stage = off: the bytes outside a registration take the driver's pageable path instead of a pool chunk
+    PINSHIM_STAGE=off reused neighbours_nopool neighbours
+    grep -qx 'neighbours: 0 refused copies, 0 wrong round trips' "$WORK/neighbours_nopool.out"
+    [ "$(reg neighbours_nopool 'copies("registered") >= 100')" = True ]
 }
 
 @test "copies passed as they are (2D, host-to-host) that run out of a registration make the cache drop it first" {
