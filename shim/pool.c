@@ -258,6 +258,8 @@ static CUresult chunk_event(struct pool_chunk *c)
     c->event = NULL;
     r = fns.event_create(&c->event, CU_EVENT_DISABLE_TIMING);
     c->event_ctx = r == CUDA_SUCCESS ? ctx : NULL;
+    if (r != CUDA_SUCCESS || fns.ctx_get_device(&c->event_dev) != CUDA_SUCCESS)
+        c->event_dev = -1;
     return r;
 }
 
@@ -402,6 +404,24 @@ void pool_release_idle(struct pool_chunk *c)
 {
     c->pending = false;
     give_back(c);
+}
+
+void pool_forget_context(CUcontext ctx, CUdevice dev)
+{
+    pthread_mutex_lock(&lock);
+    for (struct pool_chunk *c = free_head; c; c = c->next) {
+        if (!c->event || !(ctx ? c->event_ctx == ctx : c->event_dev == dev))
+            continue;
+        CUresult r;
+        if (c->pending)
+            SHIM_CALL(r, fns.event_sync(c->event));
+        SHIM_CALL(r, fns.event_destroy(c->event));
+        (void)r; /* nothing to do about it: the context goes either way */
+        c->event = NULL;
+        c->event_ctx = NULL;
+        c->pending = false;
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 void pool_drop_device(CUdevice dev)
