@@ -41,6 +41,8 @@
       "pinned memory is allocated (cuMemHostAlloc, slow) in slabs of this size, cut into chunks and reused") \
     X(BOOL, pool_grow_inline, "off", "",                                                       \
       "allocate slabs on the copying thread (that copy waits milliseconds); off = in the background, the copy passes through meanwhile") \
+    X(BOOL, link_probe, "on", "",                                                              \
+      "when the pool gets its first pinned memory on a device, time a few pinned copies (a few ms, on the shim's own stream) to know the link's real bandwidth for the advice and the summary") \
     X(SIZE, track_min_bytes, "1M", "",                                                         \
       "host allocations (malloc family, anonymous mmap) of at least this many bytes are tracked for pin-on-reuse") \
     X(BOOL, pin_on_reuse, "on", "",                                                            \

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "linkprobe.h"
 #include "policy.h"
 #include "real.h"
 
@@ -39,6 +40,7 @@ static bool resolved, broken, growing;
 static uint64_t total_bytes, in_use_bytes, max_bytes; /* total_bytes also read without the lock */
 static CUcontext primary[POOL_MAX_DEVICES];             /* retained by the shim, never released */
 static unsigned generation[POOL_MAX_DEVICES];           /* bumped when a device's primary is reset */
+static bool probed[POOL_MAX_DEVICES];                    /* linkprobe ran with this device's memory */
 static struct pool_stats stats;                        /* atomics: read without the lock */
 
 #define RESOLVE(field, name) fns.field = (__typeof__(fns.field))real_driver_symbol(name)
@@ -176,6 +178,10 @@ static bool grow(int dev, bool on_own_thread)
             SHIM_CALL(pop_r, fns.ctx_pop(&popped));
             (void)pop_r;
         }
+    }
+    if (r == CUDA_SUCCESS && on_own_thread && pinshim_policy.link_probe && !probed[dev]) {
+        probed[dev] = true; /* only this device's grow thread gets here: one at a time (growing) */
+        linkprobe_run(dev, mem, slab < chunk ? slab : chunk);
     }
     pthread_mutex_lock(&lock);
     if (r != CUDA_SUCCESS) {
