@@ -1,4 +1,4 @@
-# pinshim: make | make test | make demo | make gpu-test | make bench | make install PREFIX=...
+# pinshim: make | make test | make demo | make gpu-test | make bench | make bench-workloads | make install PREFIX=...
 CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
 CC        ?= gcc
@@ -25,7 +25,7 @@ PROG_SRC  := $(wildcard tests/progs/*.c)
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so
 
-.PHONY: all fakecuda test-build test demo gpu-test bench install clean
+.PHONY: all fakecuda test-build test demo gpu-test bench bench-workloads install clean
 all: $(BUILD)/libpinshim.so
 
 vpath %.c shim policy $(BUILD)/gen
@@ -86,6 +86,15 @@ bench: all
 	bash tests/bench/run_passthrough.sh
 	bash tests/bench/run_staging.sh
 	bash tests/bench/run_reuse.sh
+
+# Real-workload benchmarks (tests/bench/workloads/README.md), on the GPU machine. That machine cannot
+# build the library (no uthash.h): this target only checks that build/libpinshim.so is there and
+# never rebuilds it. Options in BENCH_ARGS, e.g. make bench-workloads BENCH_ARGS="--pairs 7 --out $OUT".
+PYTHON ?= python3
+bench-workloads:
+	@test -f $(BUILD)/libpinshim.so || { echo "bench-workloads: $(BUILD)/libpinshim.so is missing:" \
+	    "build it with make on a machine with uthash.h and bring build/ along" >&2; exit 1; }
+	$(PYTHON) tests/bench/workloads/run.py --shim $(BUILD)/libpinshim.so $(BENCH_ARGS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/pinshim/policy
