@@ -83,5 +83,9 @@ void real_relaxed_begin(CUstreamCaptureMode *saved)
 
 void real_relaxed_end(CUstreamCaptureMode saved)
 {
-    real_relaxed_begin(&saved); /* exchanging back restores the thread's own mode */
+    static void *slot;
+    CUresult (*exchange)(CUstreamCaptureMode *) =
+        (CUresult(*)(CUstreamCaptureMode *))real_driver_symbol_cached(&slot, "cuThreadExchangeStreamCaptureMode");
+    if (exchange)
+        exchange(&saved); /* back to the mode real_relaxed_begin found */
 }
