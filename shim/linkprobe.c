@@ -27,7 +27,7 @@ static struct {
     CUresult (*dtoh)(void *, CUdeviceptr, size_t, CUstream);
 } drv;
 
-#define RESOLVE(field, name) (drv.field = (__typeof__(drv.field))real_driver_symbol(name)) != NULL
+#define RESOLVE(field, name) ((drv.field = (__typeof__(drv.field))real_driver_symbol(name)) != NULL)
 
 static bool resolve(void)
 {
