@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# tests/conformance/run.sh: runs the driver conformance suite (build/conformance/conform, built by
+# `make test-build` or `make conformance`; this script builds nothing) on one driver, three ways:
+# without the shim, under the shim's default policy, under a policy of tiny thresholds. Then checks:
+#   shim      the two shim runs print exactly what the plain run prints (the shim changes no return
+#             code and no byte);
+#   expected  the plain run matches tests/conformance/expected.txt except for the lines that
+#             tests/conformance/deviations.txt names (on the fake always; on the system's driver
+#             only once expected.txt was recorded on a real driver, "# recorded-on: real").
+# On the system's driver it also writes expected.txt, a recording to check in as
+# tests/conformance/expected.txt once reviewed.
+#
+#   tests/conformance/run.sh [--driver fake|system] [--check all|shim|expected] [--out DIR]
+#
+#   --driver  fake: build/fakecuda/libcuda.so.1 (FAKECUDA_DEVICES as expected.txt's "devices: N");
+#             system: the libcuda.so.1 the loader finds; default: system when nvidia-smi lists a
+#             GPU, else fake
+#   --check   which checks run and decide the exit status (default all; expected: no shim runs)
+#   --out     where the outputs go (default $OUT/conformance when OUT is set, else
+#             build/conformance/out-<driver>): plain.txt, shim.txt, shim-tiny.txt, their .err,
+#             *.diff, results.txt, and expected.txt on the system's driver
+# Environment: PINSHIM_LIB (default build/libpinshim.so), CONF_CASE_TIMEOUT (seconds per case).
+# Exit status: 0 when every selected check passed, 1 when one failed, 2 on a usage or setup error.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE="$ROOT/tests/conformance"
+CONF="$ROOT/build/conformance/conform"
+FAKE_DIR="$ROOT/build/fakecuda"
+SHIM=${PINSHIM_LIB:-$ROOT/build/libpinshim.so}
+EXPECTED="$HERE/expected.txt"
+DEVIATIONS="$HERE/deviations.txt"
+TINY=(PINSHIM_REGISTER_AFTER=1 PINSHIM_TRACK_MIN_BYTES=4096 PINSHIM_STAGE_MIN_BYTES=4096
+      PINSHIM_STAGE_D2H_MIN_BYTES=4096)
+
+driver="" check=all out=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --driver) driver=${2:-}; shift 2 ;;
+    --check) check=${2:-}; shift 2 ;;
+    --out) out=${2:-}; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
+    esac
+done
+if [ -z "$driver" ]; then
+    if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+        driver=system
+    else
+        driver=fake
+    fi
+fi
+case "$driver" in fake|system) ;; *) echo "run.sh: --driver fake or system" >&2; exit 2 ;; esac
+case "$check" in all|shim|expected) ;; *) echo "run.sh: --check all, shim or expected" >&2; exit 2 ;; esac
+for f in "$CONF" "$SHIM"; do
+    [ -f "$f" ] || { echo "run.sh: $f is missing (make test-build)" >&2; exit 2; }
+done
+[ "$driver" = fake ] && [ ! -f "$FAKE_DIR/libcuda.so.1" ] && { echo "run.sh: $FAKE_DIR/libcuda.so.1 is missing" >&2; exit 2; }
+if [ -z "$out" ]; then
+    if [ -n "${OUT:-}" ]; then out="$OUT/conformance"; else out="$ROOT/build/conformance/out-$driver"; fi
+fi
+mkdir -p "$out" || exit 2
+: >"$out/results.txt"
+say() { echo "$*"; echo "$*" >>"$out/results.txt"; }
+
+# ---- the driver's environment
+# Strip the fake from the library path for the system's driver; put it first for the fake.
+libpath=$(printf '%s' "${LD_LIBRARY_PATH:-}" | tr ':' '\n' | grep -vxF "$FAKE_DIR" | paste -sd: -)
+devices=2
+if [ "$driver" = fake ]; then
+    libpath="$FAKE_DIR${libpath:+:$libpath}"
+    n=$(grep -m1 '^devices: ' "$EXPECTED" 2>/dev/null | awk '{print $2}')
+    [ -n "$n" ] && devices=$n
+fi
+unset LD_PRELOAD
+export LD_LIBRARY_PATH="$libpath"
+[ -z "$LD_LIBRARY_PATH" ] && unset LD_LIBRARY_PATH
+
+# run NAME [VAR=value...]: the suite's output in $out/NAME.txt, its stderr in $out/NAME.err
+run() {
+    local name=$1
+    shift
+    env FAKECUDA_DEVICES="$devices" "$@" "$CONF" >"$out/$name.txt" 2>"$out/$name.err"
+    say "# $name: exit $? ($(grep -c ' = ' "$out/$name.txt") lines)"
+}
+
+# comparable FILE: the lines to compare (no comments), minus those deviations.txt names
+comparable() {
+    awk -v devfile="$DEVIATIONS" '
+        BEGIN {
+            while ((getline line < devfile) > 0) {
+                if (line ~ /^[ \t]*(#|$)/) continue
+                split(line, w, /[ \t]+/)
+                re = w[1]
+                gsub(/[][\\.^$+(){}|]/, "\\\\&", re)
+                gsub(/\*/, ".*", re)
+                gsub(/\?/, ".", re)
+                pat[++np] = "^" re "$"
+            }
+        }
+        /^#/ { next }
+        {
+            key = $0
+            i = index($0, " = ")
+            if (i) key = substr($0, 1, i - 1)
+            for (k = 1; k <= np; k++) if (key ~ pat[k]) next
+            print
+        }' "$1"
+}
+
+failed=0
+# compare LABEL A B DIFF: identical comparable lines, else "not ok" with the diff's start
+compare() {
+    local label=$1 a=$2 b=$3 d=$4
+    if diff <(comparable "$a") <(comparable "$b") >"$d"; then
+        say "ok - $label"
+        rm -f "$d"
+    else
+        failed=1
+        say "not ok - $label ($(grep -c '^[<>]' "$d") differing lines, $d)"
+        head -n 20 "$d" | sed 's/^/#   /' | tee -a "$out/results.txt"
+    fi
+}
+
+# A deviation needs a reason; one that matches no line is stale.
+check_deviations() {
+    local bad
+    bad=$(grep -vE '^[[:space:]]*(#|$)' "$DEVIATIONS" | awk 'NF < 2 {print}')
+    if [ -n "$bad" ]; then
+        failed=1
+        say "not ok - deviations.txt: entries without a reason: $bad"
+    fi
+}
+
+say "# pinshim conformance: driver $driver, $(date -u +%Y-%m-%dT%H:%M:%SZ), output in $out"
+[ "$driver" = system ] && command -v nvidia-smi >/dev/null 2>&1 &&
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/# GPU: /' |
+    tee -a "$out/results.txt"
+
+run plain
+shim_failed=0 expected_failed=0
+if [ "$check" != expected ]; then
+    run shim LD_PRELOAD="$SHIM"
+    run shim-tiny LD_PRELOAD="$SHIM" "${TINY[@]}"
+    failed=0
+    compare "the shim (default policy) changes no line" "$out/plain.txt" "$out/shim.txt" "$out/shim.diff"
+    compare "the shim (tiny thresholds: ${TINY[*]}) changes no line" "$out/plain.txt" "$out/shim-tiny.txt" \
+        "$out/shim-tiny.diff"
+    shim_failed=$failed
+fi
+
+failed=0
+check_deviations
+if [ "$driver" = fake ] || grep -q '^# recorded-on: real' "$EXPECTED"; then
+    compare "$driver driver output matches expected.txt (less deviations.txt)" "$EXPECTED" "$out/plain.txt" \
+        "$out/expected.diff"
+else
+    say "# expected.txt was recorded on the fake: not compared with the $driver driver"
+fi
+expected_failed=$failed
+
+if [ "$driver" = system ]; then
+    gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+    {
+        echo "# recorded-on: real"
+        echo "# tests/conformance expected output: $gpu x $(grep -m1 '^devices: ' "$out/plain.txt" | awk '{print $2}')" \
+             "GPU(s), $(grep -m1 '^# driver version' "$out/plain.txt" | sed 's/^# //'), recorded" \
+             "$(date -u +%Y-%m-%d) by tests/conformance/run.sh --driver system"
+        grep -v '^#' "$out/plain.txt"
+    } >"$out/expected.txt"
+    say "# a recording to review and check in: $out/expected.txt"
+fi
+
+case "$check" in
+all) [ $((shim_failed + expected_failed)) -eq 0 ] ;;
+shim) [ "$shim_failed" -eq 0 ] ;;
+expected) [ "$expected_failed" -eq 0 ] ;;
+esac
+status=$?
+say "# conformance: $([ $status = 0 ] && echo passed || echo FAILED) (checks: $check)"
+exit $status
