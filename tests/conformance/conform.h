@@ -76,8 +76,9 @@ const char *dev_digest(CUdeviceptr dev, size_t n);          /* digest of device 
 
 /* A copy world: a host buffer and a device buffer of the same length. world_copy copies host
  * [lo, hi) to or from the same offsets of the device buffer by one of the OP_* entry points, after
- * refilling both sides (so every line starts from the same bytes), and prints the call's return
- * code, the stream's (async ones), and the digest of the whole receiving side. */
+ * refilling both sides in its window (the range and two pages either side, so every line starts
+ * from the same bytes), and prints the call's return code, the stream's (async ones), and the
+ * digest of the receiving side's window. world_window sets the window for the other helpers. */
 enum conf_op { OP_H2D, OP_H2D_ASYNC, OP_D2H, OP_D2H_ASYNC, OP_MEMCPY_H2D, OP_MEMCPY_D2H, OP_MEMCPY_ASYNC_H2D,
                OP_MEMCPY_ASYNC_D2H, OP_COUNT };
 extern const char *const op_names[OP_COUNT];
@@ -87,8 +88,10 @@ struct world {
     CUdeviceptr dev;
     CUstream s;
     uint32_t seed;
+    size_t win_lo, win_hi; /* offsets: what world_refill fills and world_report digests */
 };
 void world_init(struct world *w, unsigned char *host, size_t len); /* allocates dev, creates s */
+void world_window(struct world *w, uintptr_t lo, uintptr_t hi);
 void world_refill(struct world *w);
 void world_copy(struct world *w, const char *key, int op, uintptr_t lo, uintptr_t hi);
 void world_report(struct world *w, const char *key, CUresult r, int async, int to_dev);

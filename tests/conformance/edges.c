@@ -16,21 +16,31 @@ void world_init(struct world *w, unsigned char *host, size_t len)
     w->host = host;
     w->len = len;
     w->seed = 1000;
+    w->win_hi = len;
     NEED(d.mem_alloc(&w->dev, len));
     NEED(d.stream_create(&w->s, 0));
 }
 
+void world_window(struct world *w, uintptr_t lo, uintptr_t hi)
+{
+    uintptr_t base = (uintptr_t)w->host, margin = 2 * PS;
+    w->win_lo = lo - base > margin ? lo - base - margin : 0;
+    w->win_hi = hi - base + margin < w->len ? hi - base + margin : w->len;
+}
+
 void world_refill(struct world *w)
 {
-    test_fill(w->host, w->len, w->seed);
-    dev_fill(w->dev, w->len, w->seed + 1);
+    size_t n = w->win_hi - w->win_lo;
+    test_fill(w->host + w->win_lo, n, w->seed);
+    dev_fill(w->dev + w->win_lo, n, w->seed + 1);
     w->seed += 2;
 }
 
 void world_report(struct world *w, const char *key, CUresult r, int async, int to_dev)
 {
     CUresult rs = async ? d.stream_sync(w->s) : CUDA_SUCCESS;
-    const char *dg = to_dev ? dev_digest(w->dev, w->len) : digest(w->host, w->len);
+    size_t n = w->win_hi - w->win_lo;
+    const char *dg = to_dev ? dev_digest(w->dev + w->win_lo, n) : digest(w->host + w->win_lo, n);
     if (async)
         say(key, "%s; sync %s; %s %s", rcs(r), rcs(rs), to_dev ? "device" : "host", dg);
     else
@@ -39,6 +49,7 @@ void world_report(struct world *w, const char *key, CUresult r, int async, int t
 
 void world_copy(struct world *w, const char *key, int op, uintptr_t lo, uintptr_t hi)
 {
+    world_window(w, lo, hi);
     world_refill(w);
     size_t n = hi - lo;
     CUdeviceptr dv = w->dev + (lo - (uintptr_t)w->host);
@@ -194,16 +205,17 @@ void case_edges_h2h(void)
     for (size_t i = 0; i < n; i++)
         for (int dir = 0; dir < 2; dir++)
             for (int async = 0; async < 2; async++) {
-                test_fill(h, HOST_BYTES, (uint32_t)(10 * i + 2 * dir + async));
-                test_fill(q, HOST_BYTES, (uint32_t)(500 + 10 * i + 2 * dir + async));
-                size_t len = r[i].hi - r[i].lo;
-                CUdeviceptr edge = (CUdeviceptr)r[i].lo, plain = (CUdeviceptr)(uintptr_t)(q + 4096);
+                /* both sides filled and digested around the copy: the range +- 2 pages */
+                size_t len = r[i].hi - r[i].lo, hoff = r[i].lo - 2 * PS - (uintptr_t)h, wlen = len + 4 * PS;
+                test_fill(h + hoff, wlen, (uint32_t)(10 * i + 2 * dir + async));
+                test_fill(q, wlen, (uint32_t)(500 + 10 * i + 2 * dir + async));
+                CUdeviceptr edge = (CUdeviceptr)r[i].lo, plain = (CUdeviceptr)(uintptr_t)(q + 2 * PS);
                 CUdeviceptr dst = dir ? edge : plain, src = dir ? plain : edge;
                 CUresult rc = async ? d.memcpy_async(dst, src, len, s) : d.memcpy(dst, src, len);
                 CUresult rsync = async ? d.stream_sync(s) : CUDA_SUCCESS;
                 snprintf(key, sizeof key, "%s.%s%s", r[i].name, dir ? "into_edge" : "from_edge",
                          async ? "_async" : "");
-                say(key, "%s; sync %s; host %s", rcs(rc), rcs(rsync), digest(dir ? h : q, HOST_BYTES));
+                say(key, "%s; sync %s; host %s", rcs(rc), rcs(rsync), digest(dir ? h + hoff : q, wlen));
             }
     say("unregister", "%s", rcs(d.host_unregister((void *)rs)));
 }

@@ -29,6 +29,7 @@ static const char *const op2_names[OP2_COUNT] = {"h2d", "h2d_async", "h2d_unalig
 
 static void copy2d(struct world *w, const char *key, int op, const struct shape *sh, size_t rows)
 {
+    world_window(w, sh->first, sh->first + rows * PITCH);
     world_refill(w);
     CUDA_MEMCPY2D m;
     memset(&m, 0, sizeof m);
@@ -90,6 +91,7 @@ enum { SLICE_ROWS = 4, ROWS = 2, DEPTH = 2 };
 
 static void copy3d(struct world *w, const char *key, int op, uintptr_t first)
 {
+    world_window(w, first, first + DEPTH * SLICE_ROWS * PITCH);
     world_refill(w);
     CUDA_MEMCPY3D m;
     memset(&m, 0, sizeof m);
@@ -146,6 +148,7 @@ struct bcopy {
 static void batch(struct world *w, batch_fn fn, const char *key, const struct bcopy *c, size_t n,
                   CUmemcpySrcAccessOrder order, size_t nattrs, CUstream s)
 {
+    world_window(w, (uintptr_t)w->host, (uintptr_t)w->host + w->len);
     world_refill(w);
     CUdeviceptr dsts[4], srcs[4];
     size_t sizes[4], idx[1] = {0};

@@ -3,7 +3,8 @@
  * cannot take the others down; it prints the case's lines in order, then "<case> = exit N" (or "signal N", "timeout").
  *   conform               all cases        conform PATTERN...  the cases matching (fnmatch)
  *   conform --list        the case names   conform --case NAME in this process, no runner
- * CONF_CASE_TIMEOUT (seconds, default 120) bounds one case. The runner never touches the driver. */
+ * CONF_CASE_TIMEOUT (seconds, default 120) bounds one case. The runner never touches the driver.
+ * Exit status: 0 when every case exited 0, 1 otherwise (the lines say which), 2 on a usage error. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fnmatch.h>
@@ -92,6 +93,18 @@ static int run_child(const char *self, const char *name, long timeout_ms)
     return timed_out || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
 }
 
+/* For the runner's own tests: CONF_SELFTEST_CRASH=<case> makes that case die of SIGSEGV,
+ * CONF_SELFTEST_HANG=<case> makes it hang. */
+static void selftest_hooks(const char *name)
+{
+    const char *crash = getenv("CONF_SELFTEST_CRASH"), *hang = getenv("CONF_SELFTEST_HANG");
+    if (crash && !strcmp(crash, name))
+        raise(SIGSEGV);
+    if (hang && !strcmp(hang, name))
+        for (;;)
+            pause();
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -104,6 +117,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < NCASES; i++)
             if (!strcmp(cases[i].name, argv[2])) {
                 conf_case_name = cases[i].name;
+                selftest_hooks(cases[i].name);
                 conf_start();
                 cases[i].fn();
                 return 0;

@@ -7,8 +7,8 @@
 #   expected  the plain run matches tests/conformance/expected.txt except for the lines that
 #             tests/conformance/deviations.txt names (on the fake always; on the system's driver
 #             only once expected.txt was recorded on a real driver, "# recorded-on: real").
-# On the system's driver it also writes expected.txt, a recording to check in as
-# tests/conformance/expected.txt once reviewed.
+# It also writes the plain run as a recording (expected.txt under --out, its header saying which
+# driver, GPU and driver version) to check in as tests/conformance/expected.txt once reviewed.
 #
 #   tests/conformance/run.sh [--driver fake|system] [--check all|shim|expected] [--out DIR]
 #
@@ -18,7 +18,7 @@
 #   --check   which checks run and decide the exit status (default all; expected: no shim runs)
 #   --out     where the outputs go (default $OUT/conformance when OUT is set, else
 #             build/conformance/out-<driver>): plain.txt, shim.txt, shim-tiny.txt, their .err,
-#             *.diff, results.txt, and expected.txt on the system's driver
+#             *.diff, results.txt, expected.txt (the recording)
 # Environment: PINSHIM_LIB (default build/libpinshim.so), CONF_CASE_TIMEOUT (seconds per case).
 # Exit status: 0 when every selected check passed, 1 when one failed, 2 on a usage or setup error.
 set -u
@@ -159,17 +159,23 @@ else
 fi
 expected_failed=$failed
 
+# The plain run as a recording: what tests/conformance/expected.txt holds, header included.
 if [ "$driver" = system ]; then
-    gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
-    {
-        echo "# recorded-on: real"
-        echo "# tests/conformance expected output: $gpu x $(grep -m1 '^devices: ' "$out/plain.txt" | awk '{print $2}')" \
-             "GPU(s), $(grep -m1 '^# driver version' "$out/plain.txt" | sed 's/^# //'), recorded" \
-             "$(date -u +%Y-%m-%d) by tests/conformance/run.sh --driver system"
-        grep -v '^#' "$out/plain.txt"
-    } >"$out/expected.txt"
-    say "# a recording to review and check in: $out/expected.txt"
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+    origin="real"
+    what="${gpu:-unknown GPU}"
+else
+    origin="fake"
+    what="the fake driver (build/fakecuda, FAKECUDA_DEVICES=$devices), no GPU"
 fi
+{
+    echo "# recorded-on: $origin"
+    echo "# tests/conformance expected output: $what, $(grep -m1 '^devices: ' "$out/plain.txt")," \
+         "$(grep -m1 '^# driver version' "$out/plain.txt" | sed 's/^# //'); recorded $(date -u +%Y-%m-%d)" \
+         "by tests/conformance/run.sh --driver $driver"
+    grep -v '^#' "$out/plain.txt"
+} >"$out/expected.txt"
+say "# this run as a recording (to review, then check in as tests/conformance/expected.txt): $out/expected.txt"
 
 case "$check" in
 all) [ $((shim_failed + expected_failed)) -eq 0 ] ;;

@@ -5,7 +5,7 @@
  * a copy that waits returns "after the gate opened" and one that does not returns "before". */
 #include "conform.h"
 
-#define GATE_MS 500
+#define GATE_MS 300
 #define N (256u * 1024) /* above the shim's staging and registration thresholds in the tiny policy */
 
 static const char *when(struct gate *g)
