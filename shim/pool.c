@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "linkprobe.h"
 #include "policy.h"
 #include "real.h"
 
@@ -39,6 +40,7 @@ static bool resolved, broken, growing;
 static uint64_t total_bytes, in_use_bytes, max_bytes; /* total_bytes also read without the lock */
 static CUcontext primary[POOL_MAX_DEVICES];             /* retained by the shim, never released */
 static unsigned generation[POOL_MAX_DEVICES];           /* bumped when a device's primary is reset */
+static bool probed[POOL_MAX_DEVICES];                    /* linkprobe ran with this device's memory */
 static struct pool_stats stats;                        /* atomics: read without the lock */
 
 #define RESOLVE(field, name) fns.field = (__typeof__(fns.field))real_driver_symbol(name)
@@ -206,6 +208,28 @@ static void grow_done(void)
     pthread_cond_broadcast(&chunk_returned);
 }
 
+static void give_back(struct pool_chunk *c);
+
+/* Times the link with one free chunk of dev's slab, taken out of the free list meanwhile (lock held
+ * on entry and on return). */
+static void probe_with_one_chunk(int dev)
+{
+    struct pool_chunk *prev = NULL, *c = free_head;
+    while (c && (c->device != dev || c->pending)) {
+        prev = c;
+        c = c->next;
+    }
+    if (!c)
+        return;
+    probed[dev] = true;
+    pop_free(c, prev);
+    in_use_bytes += c->bytes;
+    pthread_mutex_unlock(&lock);
+    linkprobe_run(dev, c->ptr, c->bytes);
+    give_back(c); /* takes the lock */
+    pthread_mutex_lock(&lock);
+}
+
 /* Background growth: cuMemHostAlloc takes milliseconds (35 ms for 64 MiB on the H200), so by
  * default no copy waits for it. Meanwhile copies pass through (first slab) or use what exists. */
 static void *grow_thread(void *arg)
@@ -214,13 +238,16 @@ static void *grow_thread(void *arg)
     pinshim_enter(); /* the shim's own driver calls: never counted, never re-wrapped */
     pthread_mutex_lock(&lock);
     CUcontext ctx = shim_context(dev);
+    bool grew = false;
     if (ctx) {
         CUresult r;
         SHIM_CALL(r, fns.ctx_set_current(ctx));
         if (r == CUDA_SUCCESS)
-            grow(dev, true);
+            grew = grow(dev, true);
     }
     grow_done();
+    if (grew && pinshim_policy.link_probe && !probed[dev])
+        probe_with_one_chunk(dev); /* unlocks while it runs; staging meanwhile uses the other chunks */
     pthread_mutex_unlock(&lock);
     return NULL;
 }
