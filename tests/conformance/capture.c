@@ -263,29 +263,37 @@ void case_capture_register(void)
 }
 
 /* While the program captures on s, it copies pageable memory on another, non-capturing stream:
- * the shim may stage or register that copy, but must leave the capture intact. */
+ * a buffer copied again and again (pin-on-reuse material) and fresh 9 MiB buffers (staging
+ * material at the default policy; the shim's pool grows meanwhile). The shim may register, stage
+ * or allocate for those copies, but must leave the capture intact. */
 void case_capture_other_stream(void)
 {
+    const size_t big = 9u << 20;
     CUstream s, t;
     CUdeviceptr dev;
     NEED(d.stream_create(&s, 0));
     NEED(d.stream_create(&t, CU_STREAM_NON_BLOCKING));
-    NEED(d.mem_alloc(&dev, 4 * N));
-    unsigned char *reused = malloc(4 * N), *back = malloc(4 * N);
+    NEED(d.mem_alloc(&dev, big));
+    unsigned char *reused = malloc(4 * N), *back = malloc(big);
     for (int mode = 0; mode < 2; mode++) {
         const char *m = mode ? "relaxed" : "global";
         char k[128];
         snprintf(k, sizeof k, "%s.begin", m);
         say(k, "%s", rcs(d.begin_capture(s, mode ? CU_STREAM_CAPTURE_MODE_RELAXED : CU_STREAM_CAPTURE_MODE_GLOBAL)));
-        for (int i = 0; i < 4; i++) { /* copied again and again: pin-on-reuse material */
-            test_fill(reused, 4 * N, (uint32_t)(40 + 10 * mode + i));
-            CUresult r1 = d.htod_async(dev, reused, 4 * N, t);
-            memset(back, 0, 4 * N);
-            CUresult r2 = d.dtoh_async(back, dev, 4 * N, t);
+        for (int i = 0; i < 8; i++) {
+            int fresh = i & 1;
+            size_t n = fresh ? big : 4 * N;
+            unsigned char *src = fresh ? malloc(big) : reused;
+            test_fill(src, n, (uint32_t)(40 + 10 * mode + i));
+            CUresult r1 = d.htod_async(dev, src, n, t);
+            memset(back, 0, n);
+            CUresult r2 = d.dtoh_async(back, dev, n, t);
             CUresult r3 = d.stream_sync(t);
-            snprintf(k, sizeof k, "%s.round%d", m, i);
+            snprintf(k, sizeof k, "%s.%s%d", m, fresh ? "fresh" : "reused", i / 2);
             say(k, "h2d %s; d2h %s; sync %s; %s", rcs(r1), rcs(r2), rcs(r3),
-                memcmp(reused, back, 4 * N) ? "bytes differ" : "bytes identical");
+                memcmp(src, back, n) ? "bytes differ" : "bytes identical");
+            if (fresh)
+                free(src);
         }
         status(mode ? "relaxed.status" : "global.status", &d, s);
         snprintf(k, sizeof k, "%s.end", m);
@@ -293,4 +301,41 @@ void case_capture_other_stream(void)
     }
     free(reused);
     free(back);
+}
+
+/* After the program's own pageable copies (which the shim stages or registers, with driver calls of
+ * its own on this thread), the thread's capture mode is still the program's: global, so a
+ * registration or an allocation during a global capture is still prohibited. */
+void case_capture_mode_after_copies(void)
+{
+    const size_t big = 9u << 20;
+    CUstream s;
+    CUdeviceptr dev;
+    NEED(d.stream_create(&s, 0));
+    NEED(d.mem_alloc(&dev, big));
+    unsigned char *reused = malloc(big);
+    char k[64];
+    for (int i = 0; i < 6; i++) {
+        test_fill(reused, big, (uint32_t)(60 + i));
+        CUresult r1 = d.htod(dev, reused, big);
+        CUresult r2 = d.dtoh(reused, dev, big);
+        snprintf(k, sizeof k, "copies%d", i);
+        say(k, "h2d %s; d2h %s; host %s", rcs(r1), rcs(r2), digest(reused, big));
+    }
+    unsigned char *buf = page_alloc(N);
+    say("global.begin", "%s", rcs(d.begin_capture(s, CU_STREAM_CAPTURE_MODE_GLOBAL)));
+    CUresult reg = d.host_register(buf, N, 0);
+    say("global.register", "%s", rcs(reg));
+    CUdeviceptr more = 0;
+    CUresult al = d.mem_alloc(&more, N);
+    say("global.mem_alloc", "%s", rcs(al));
+    drop(end("global.end", &d, s));
+    if (reg == CUDA_SUCCESS)
+        d.host_unregister(buf);
+    if (al == CUDA_SUCCESS)
+        d.mem_free(more);
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    CUresult r = ex.exchange_mode ? ex.exchange_mode(&m) : CUDA_ERROR_NOT_FOUND;
+    say("thread_mode", "%s; mode %d", rcs(r), (int)m);
+    free(reused);
 }

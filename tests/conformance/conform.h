@@ -141,6 +141,7 @@ void gate_finish(struct gate *g); /* opens it and joins the helper thread */
     X("capture.sync_calls", case_capture_sync)                                                         \
     X("capture.register", case_capture_register)                                                       \
     X("capture.other_stream", case_capture_other_stream)                                               \
+    X("capture.mode_after_copies", case_capture_mode_after_copies)                                     \
     X("multidev.registered", case_multidev_registered)                                                 \
     X("multidev.context", case_multidev_context)                                                       \
     X("multidev.reset", case_multidev_reset)                                                           \
