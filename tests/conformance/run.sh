@@ -187,6 +187,10 @@ elif [ "$driver" = fake ] || grep -q '^# recorded-on: real' "$EXPECTED"; then
         "$out/expected.diff"
 else
     say "# expected.txt was recorded on the fake: not compared with the $driver driver"
+    # ... but where they differ is what the fake has to learn: for information
+    diff <(comparable "$EXPECTED" -) <(comparable "$out/plain.txt" -) >"$out/fake-vs-this.diff"
+    say "# lines where the fake's recording and this driver differ: $(grep -c '^>' "$out/fake-vs-this.diff")" \
+        "($out/fake-vs-this.diff)"
 fi
 expected_failed=$failed
 
