@@ -1,4 +1,4 @@
-# pinshim: make | make test | make demo | make gpu-test | make bench | make bench-workloads | make install PREFIX=...
+# pinshim: make | make test | make demo | make gpu-test | make bench | make bench-workloads | make conformance | make install PREFIX=...
 CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
 CC        ?= gcc
@@ -25,7 +25,7 @@ PROG_SRC  := $(wildcard tests/progs/*.c)
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so
 
-.PHONY: all fakecuda test-build test demo gpu-test bench bench-workloads install clean
+.PHONY: all fakecuda test-build test demo gpu-test bench bench-workloads install clean conformance
 all: $(BUILD)/libpinshim.so
 
 vpath %.c shim policy $(BUILD)/gen
@@ -69,7 +69,14 @@ $(BUILD)/tests/lib%.so: tests/progs/lib/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include $< -o $@ -ldl
 
-test-build: all $(FAKE_LIB) $(PROGS) $(TEST_LIBS)
+# The driver conformance suite: one program, run on the fake or the real driver (run.sh).
+CONF_SRC  := $(wildcard tests/conformance/*.c)
+CONF      := $(BUILD)/conformance/conform
+$(CONF): $(CONF_SRC) tests/conformance/conform.h tests/progs/testutil.h
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -Itests/conformance $(CONF_SRC) -o $@ -ldl
+
+test-build: all $(FAKE_LIB) $(PROGS) $(TEST_LIBS) $(CONF)
 
 test:
 	sh scripts/install-test-deps.sh
@@ -78,6 +85,11 @@ test:
 
 demo: all $(FAKE_LIB) $(BUILD)/tests/demo
 	sh scripts/demo.sh
+
+# The conformance suite on the system's driver (the fake where there is no GPU), with and without
+# the shim; the outputs go to build/conformance/out-<driver>/ (or $$OUT/conformance/).
+conformance: all $(FAKE_LIB) $(CONF)
+	bash tests/conformance/run.sh
 
 gpu-test: all
 	bash tests/gpu/run.sh

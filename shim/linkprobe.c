@@ -31,8 +31,8 @@ static struct {
 
 static bool resolve(void)
 {
-    if (!drv.elapsed && !RESOLVE(elapsed, "cuEventElapsedTime_v2"))
-        RESOLVE(elapsed, "cuEventElapsedTime");
+    if (!RESOLVE(elapsed, "cuEventElapsedTime_v2"))
+        drv.elapsed = (__typeof__(drv.elapsed))real_driver_symbol("cuEventElapsedTime");
     return RESOLVE(alloc, "cuMemAlloc_v2") && RESOLVE(mem_free, "cuMemFree_v2") &&
            RESOLVE(stream_create, "cuStreamCreate") && RESOLVE(stream_destroy, "cuStreamDestroy_v2") &&
            RESOLVE(stream_sync, "cuStreamSynchronize") && RESOLVE(event_create, "cuEventCreate") &&

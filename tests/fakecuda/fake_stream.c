@@ -353,12 +353,18 @@ CUresult fk_submit(CUstream h, int per_thread, fk_op *op, int flags, fk_ticket *
   pthread_mutex_lock(&fk_lock);
   fk_stream *s;
   CUresult r = fk_stream_resolve(h, per_thread, &s);
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   if (r == CUDA_SUCCESS) {
     if (s->capture) {
-      if (flags & FK_SUB_SYNC)
+      if (s->capture_invalid) {
+        r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+      } else if (flags & FK_SUB_SYNC) { /* a synchronous call on a capturing stream */
+        fk_capture_invalidate(s);
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-      else
+      } else {
         fk_graph_append(s->capture, op); /* recorded, not run */
+      }
     } else if ((r = fk_enqueue_locked(s, op)) == CUDA_SUCCESS) {
       if (t) {
         t->s = s;
@@ -501,7 +507,10 @@ static CUresult stream_sync(CUstream h, int pt)
   pthread_mutex_lock(&fk_lock);
   fk_stream *s = NULL;
   r = fk_stream_resolve(h, pt, &s);
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   if (r == CUDA_SUCCESS && s->capture) {
+    fk_capture_invalidate(s);
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   } else if (r == CUDA_SUCCESS && fk_tls_worker == s) {
     r = CUDA_ERROR_NOT_PERMITTED; /* a host function waiting for itself */
@@ -534,10 +543,13 @@ static CUresult stream_query(CUstream h, int pt)
   pthread_mutex_lock(&fk_lock);
   fk_stream *s;
   r = fk_stream_resolve(h, pt, &s);
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   if (r == CUDA_SUCCESS) {
-    if (s->capture)
+    if (s->capture) {
+      fk_capture_invalidate(s);
       r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    else if (s->completed < s->enqueued)
+    } else if (s->completed < s->enqueued)
       r = CUDA_ERROR_NOT_READY;
     else
       r = s->ctx->sticky;
@@ -639,6 +651,8 @@ static CUresult event_record(CUevent hEvent, CUstream h, int pt)
     event_alive_or_die(hEvent, "cuEventRecord");
     r = fk_stream_resolve(h, pt, &s);
   }
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   if (r == CUDA_SUCCESS && !s->capture) {
     fk_event *e = (fk_event *)hEvent;
     op->u.event.ev = e;
@@ -773,6 +787,8 @@ static CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned int flags
     event_alive_or_die(hEvent, "cuEventRecord");
     r = fk_stream_resolve(h, pt, &s);
   }
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   fk_event *e = (fk_event *)hEvent;
   if (r == CUDA_SUCCESS && !s->capture && e->done_gen < e->rec_gen) {
     op->u.event.ev = e;
