@@ -17,23 +17,12 @@ conformance() {
     grep -q '^ok - fake driver output matches expected.txt' "$WORK/out/results.txt"
 }
 
-# Known shim bug, found by this suite (not issue #10's, whose fix is merged): real_relaxed_end
-# (shim/real.c) does not restore the thread's capture mode, so after the shim's first driver call of
-# its own on a thread the program's thread stays in relaxed mode, and its prohibited calls during
-# its own global capture succeed. capture.mode_after_copies shows it; it is left out here and
-# checked, skipped until the fix, by the next test.
-SHIM_KNOWN_BUG='capture.mode_after_copies.*'
-
 @test "conformance: the shim (default policy and tiny thresholds) changes no line of the suite's output" {
-    conformance --check shim --shim-exclude "$SHIM_KNOWN_BUG"
+    # capture.mode_after_copies among them: the shim once left the program's thread in relaxed capture
+    # mode after its own driver calls (real_relaxed_end), which this suite found
+    conformance --check shim
     [ "$status" -eq 0 ]
     [ "$(grep -c '^ok - the shim' "$WORK/out/results.txt")" -eq 2 ]
-}
-
-@test "conformance under the shim: the program's thread keeps its capture mode after the shim's own driver calls" {
-    skip "known shim bug: real_relaxed_end (shim/real.c) leaves the thread relaxed; fix pending in shim/"
-    conformance --check shim --cases 'capture.mode_after_copies'
-    [ "$status" -eq 0 ]
 }
 
 @test "conformance: every case ran to its end, each in a process of its own" {
