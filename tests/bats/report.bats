@@ -193,7 +193,7 @@ PY
 }
 
 @test "report: the HTML renders in headless chromium: non-blank, chart colours drawn, SVG in the DOM, no script errors" {
-    command -v chromium >/dev/null 2>&1 || skip "chromium is not installed (scripts/install-test-deps.sh installs it as root)"
+    command -v chromium >/dev/null 2>&1 || skip "chromium is not installed (scripts/install-deps.sh installs it as root)"
     report page "$LOGS/cluster" --html "$WORK/page.html"
     flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
            --disable-component-update --disable-sync --enable-logging=stderr --v=0)
