@@ -101,7 +101,8 @@ install: all
 	install -m 0644 $(PRESETS) $(DESTDIR)$(PREFIX)/share/pinshim/policy/
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report
 	install -m 0755 scripts/pinshim scripts/pinshim-report $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 scripts/pinshim_report/*.py $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report/
+	install -m 0644 scripts/pinshim_report/*.py scripts/pinshim_report/*.schema.json \
+	    $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report/
 	install -m 0644 policy/keys.h $(DESTDIR)$(PREFIX)/share/pinshim/
 
 clean:

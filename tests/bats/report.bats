@@ -31,7 +31,7 @@ report() {
     grep -Eq '^ +16\.4 +120,000 +2 +60,000\.0 +60,000\.0 +50,000 +70,000 +14,142\.1  d2h pinned$' "$o"
     grep -Eq '^ +1\.4 +10,000 +1 +10,000\.0 +10,000\.0 +10,000 +10,000 +0\.0  h2d pinned$' "$o"
     # device times exist for the two d2h pinned copies only: 80k and 90k
-    grep -q '^\*\* Copy time by operation (device time of the copy):$' "$o"
+    grep -q '^\*\* Copy time by operation (device time of the copies device_timing sampled):$' "$o"
     grep -Eq '^ +100\.0 +170,000 +2 +85,000\.0 +85,000\.0 +80,000 +90,000 +7,071\.1  d2h pinned$' "$o"
     # the process: 6 copies, 14.5 MB in 730 us = 19.86 GB/s
     grep -Eq '^ +1001  0 +node1 +6 +14\.500 +730\.0 +19\.86 +0  complete +\./train$' "$o"
@@ -130,22 +130,35 @@ report() {
     [ -z "$(grep -oE 'https?://[^"]*' "$h" | grep -v '^http://www.w3.org/2000/svg$')" ]
 }
 
-@test "report: HTML charts: bandwidth per kind with axis labels and legend, bars by kind, timeline rows" {
+@test "report: HTML charts: bandwidth from device or sync host time with the ceiling, bars by kind, timeline lanes" {
     report page "$LOGS/cluster" --html "$WORK/page.html" --text
     grep -q '^\*\* Copy sizes by operation' "$WORK/page.out"
     h="$WORK/page.html"
-    grep -q '<svg class="chart" id="bandwidth"' "$h"
-    grep -q '<g class="series" data-kind="pageable"' "$h"
-    grep -q '<g class="series" data-kind="pinned"' "$h"
+    # where the time went comes first
+    [ "$(grep -o '<h2>[^<]*' "$h" | head -n 1)" = '<h2>Where the copy time went' ]
+    grep -q 'id="where-time-went"' "$h"
+    # one chart per direction: device-timed d2h pinned copies as circles, sync h2d pageable ones as squares
+    grep -q '<svg class="chart" id="bandwidth-h2d"' "$h"
+    grep -q '<svg class="chart" id="bandwidth-d2h"' "$h"
+    grep -q '<g class="series" data-kind="pageable" data-source="host"' "$h"
+    grep -q '<g class="series" data-kind="pinned" data-source="device"' "$h"
+    ! grep -q 'data-kind="pinned" data-source="host"' "$h" || false    # async host time is no bandwidth
+    grep -q '2 async copies without device timing are not drawn' "$h"
     grep -q 'copy size (bytes, log scale)' "$h"
-    grep -q 'achieved bandwidth (GB/s' "$h"
-    [ "$(grep -o '<g class="legend-item">' "$h" | wc -l)" = 4 ]      # 2 kinds x (scatter + timeline)
+    grep -q 'bandwidth (GB/s, log scale)' "$h"
+    # the ceiling: measured for d2h (device-timed pinned copies), the default for h2d
+    grep -q '<g class="ceiling" data-dir="d2h" data-source="device">' "$h"
+    grep -q '<g class="ceiling" data-dir="h2d" data-source="default">' "$h"
     grep -q 'id="bytes-by-kind"' "$h"
     grep -q 'id="time-by-kind"' "$h"
-    # one point per transfer record (6 + 3 + 2) and per summary-only row (2)
-    [ "$(grep -o '<circle ' "$h" | wc -l)" = 13 ]
-    [ "$(grep -o '<g class="process-row"' "$h" | wc -l)" = 4 ]
-    grep -q 'no transfer records (summary only)' "$h"
+    # h2d: 1+2+3 MB sync pageable (rank 0), 1 MB (rank 1), 2+2 MB (rank 2): bins, not one marker per copy
+    [ "$(grep -o '<rect x="[0-9.]*" y="[0-9.]*" width="[0-9.]*" height="[0-9.]*"><title>h2d pageable' "$h" | wc -l)" -le 7 ]
+    # timeline: a process row for each of the 3 processes with records, one lane per device and stream
+    [ "$(grep -o '<g class="process-row"' "$h" | wc -l)" = 3 ]
+    grep -q '>dev 0 0x1<' "$h"
+    grep -q '>dev 1 0x1<' "$h"
+    grep -q '<path class="copy" data-kind="pageable"' "$h"
+    grep -q 'These logs have no per-sync records' "$h"
 }
 
 @test "report: the Chrome trace has one X event per transfer record, same ts and dur, and names its tracks" {
@@ -205,8 +218,10 @@ PY
     ! grep -E 'CONSOLE|Uncaught' "$WORK/shot.err" "$WORK/dom.err" || false
     for kind in pageable pinned; do
         grep -q "<g class=\"series\" data-kind=\"$kind\"" "$WORK/dom.html"
-        grep -q "<rect class=\"copy\" data-kind=\"$kind\"" "$WORK/dom.html"
+        grep -q "<path class=\"copy\" data-kind=\"$kind\"" "$WORK/dom.html"
     done
+    grep -q 'id="where-time-went"' "$WORK/dom.html"
+    grep -q '<g class="ceiling"' "$WORK/dom.html"
     grep -q 'id="timeline"' "$WORK/dom.html"
     ! grep -qi '<script' "$WORK/page.html" || false
     python3 - "$WORK/page.png" <<'PY'
