@@ -97,7 +97,7 @@ class Table:
     def write_csv(self, path):
         """All rows and columns, raw values (an Approx as a plain number, None as an empty cell)."""
         with open(path, "w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
+            w = csv.writer(f, lineterminator="\n")
             w.writerow([c.csv_name for c in self.columns])
             for row in self.all_rows:
                 w.writerow(["" if v is None else float(v) if isinstance(v, Approx) else v for v in row])
