@@ -211,6 +211,14 @@ def nearest_bucket(buckets, bucket):
     return min(buckets, key=lambda b: (distance(b), -b))
 
 
+def comparable(reference, bucket):
+    """Whether pageable copies of the reference bucket tell the speed of copies of `bucket`: the
+    neighbouring bucket (4x) or the same one, or both at least 1 MiB, where the driver's pageable
+    path has reached its steady bandwidth."""
+    steps = abs((reference or 1024).bit_length() - (bucket or 1024).bit_length()) // 2
+    return steps <= 1 or (reference >= MIB and bucket >= MIB)
+
+
 def bucket_label(bucket):
     return "%s-%s" % (size_label(bucket), size_label(bucket * 4 if bucket else 4096))
 
@@ -255,8 +263,8 @@ def _by_bucket(agg, kind, action):
 def savings(agg, ceiling):
     """What staging and pin-on-reuse saved, estimated per direction and size bucket as the time the
     driver's pageable path would have taken at the bandwidth these logs' own pageable copies got
-    (same size bucket, else the nearest one with pageable copies) minus the time they took; and what
-    pinning the pageable copies that passed through would save at the pinned ceiling."""
+    (same size bucket, else the nearest comparable one: see comparable()) minus the time they took;
+    and what pinning the pageable copies that passed through would save at the pinned ceiling."""
     ref = pageable_reference(agg)
     out = []
     for action, what in (("staged", "staging"), ("registered", "pin-on-reuse")):
@@ -270,13 +278,22 @@ def savings(agg, ceiling):
                                   "speed is unknown: run once with PINSHIM_STAGE=off PINSHIM_PIN_ON_REUSE=off "
                                   "to measure it" % direction))
                 continue
-            estimate, used = 0.0, []
+            estimate, used, missing = 0.0, [], []
             for bucket, (n, b, ns) in sorted(per_bucket.items()):
                 near = nearest_bucket(ref[direction], bucket)
+                if not comparable(near, bucket):
+                    missing.append("%s (the nearest pageable copies are %s)" % (bucket_label(bucket), bucket_label(near)))
+                    continue
                 rc, rb, rns = ref[direction][near]
                 estimate += b * rns / rb if rb else 0
                 used.append("%s copies: pageable %.2f GB/s from %s pass copies of %s"
                             % (bucket_label(bucket), rb / rns, "{:,}".format(rc), bucket_label(near)))
+            if missing:
+                out.append(Saving(what, direction, count, nbytes, None, actual,
+                                  "no pageable copy of a comparable size passed through to the driver in these "
+                                  "logs for %s: run once with PINSHIM_STAGE=off PINSHIM_PIN_ON_REUSE=off to "
+                                  "measure it" % "; ".join(missing)))
+                continue
             out.append(Saving(what, direction, count, nbytes, int(estimate), actual,
                               "time the driver's pageable path would have taken (%s) minus the time taken"
                               % "; ".join(used)))
@@ -284,13 +301,20 @@ def savings(agg, ceiling):
         c = ceiling.get(direction)
         if c is None:
             continue
-        count = sum(r[0] for r in per_bucket.values())
-        nbytes = sum(r[1] for r in per_bucket.values())
-        actual = sum(r[2] for r in per_bucket.values())
+        large = [r for b, r in per_bucket.items() if b >= SMALL_COPY_BYTES]
+        small = [r for b, r in per_bucket.items() if b < SMALL_COPY_BYTES]
+        how = ("pageable copies of at least 64 KiB that passed through, at the pinned ceiling %.1f GB/s (%s)"
+               % (c.gbps, c.how))
+        if small:
+            how += ("; %s smaller copies are left out: a fixed cost per copy, which pinning does not remove, "
+                    "dominates their time" % "{:,}".format(sum(r[0] for r in small)))
+        if not large:
+            continue
+        count = sum(r[0] for r in large)
+        nbytes = sum(r[1] for r in large)
+        actual = sum(r[2] for r in large)
         pinned = nbytes / c.gbps
-        out.append(Saving("pinning the rest", direction, count, nbytes, actual, int(min(actual, pinned)),
-                          "pageable copies that passed through, at the pinned ceiling %.1f GB/s (%s); "
-                          "per-copy overheads are not counted, so small copies save less" % (c.gbps, c.how)))
+        out.append(Saving("pinning the rest", direction, count, nbytes, actual, int(min(actual, pinned)), how))
     return out
 
 
@@ -339,7 +363,7 @@ def site_fix(site, ceiling):
     (direction, kind, action, is_async), (count, nbytes, ns) = max(
         site.classes.items(), key=lambda kv: (kv[1][2], str(kv[0])))
     c = ceiling.get(direction)
-    pinned_ns = nbytes / c.gbps if c else None
+    pinned_ns = nbytes / c.gbps if c and count and nbytes / count >= SMALL_COPY_BYTES else None
     saving = int(ns - pinned_ns) if pinned_ns is not None and ns > pinned_ns else None
     if count >= MANY_SMALL_COPIES and nbytes / count < SMALL_COPY_BYTES:
         return ("%s copies of %s on average: batch them into fewer, larger copies (each copy pays a fixed "

@@ -154,7 +154,7 @@ def bandwidth_chart(report, directions, chart_id):
 
 def bar_chart(chart_id, title, rows, unit_label, kinds, width=440):
     """Horizontal bars: rows [(label, kind, value, value text)], largest first."""
-    bar, gap, left, right, top = 20, 6, 230 if width > 440 else 110, 150, 30
+    bar, gap, left, right, top = 20, 6, 230 if width > 440 else 110, 360 if width > 440 else 150, 30
     height = top + len(rows) * (bar + gap) + 24
     biggest = max([r[2] for r in rows] or [0]) or 1
     out = [_svg_open(chart_id, width, height, title)]
@@ -205,7 +205,7 @@ def class_bars(report):
         rate = "" if gbps is None else ", %.2f GB/s (%s)" % (gbps, source)
         rows.append((label, kind, c.host_ns, "{:,.3f} ms, {:.1f} %{}".format(c.host_ns / 1e6, share, rate)))
     return bar_chart("where-time-went", "host time inside the copy calls", rows,
-                     "host time inside the copy calls (ms); share of all copy time", kinds, width=900)
+                     "host time inside the copy calls (ms); share of all copy time", kinds, width=1100)
 
 
 def _lane_columns(lane, offset_ns, scale, columns):
@@ -244,11 +244,12 @@ def timeline(report):
     if not lanes:
         return "<p>No transfer records to draw.</p>"
     hidden = 0
-    if len(lanes) > MAX_LANES:
-        busiest = sorted(lanes, key=lambda l: -l[3].total_busy)[:MAX_LANES]
-        keep = {id(l[3]) for l in busiest}
-        hidden = len(lanes) - MAX_LANES
-        lanes = [l for l in lanes if id(l[3]) in keep]
+    if len(lanes) > MAX_LANES:                 # whole processes, in rank order
+        drawn = {id(p) for p, _, _, _ in lanes[:MAX_LANES]}
+        if len(drawn) > 1:
+            drawn.discard(id(lanes[MAX_LANES][0]))   # no process drawn in part
+        hidden = sum(1 for p in report.processes if p.lanes and id(p) not in drawn)
+        lanes = [l for l in lanes if id(l[0]) in drawn][:MAX_LANES]
     end = max([p.start_wall_ns - base + p.end_ns for p, _, _, _ in lanes] + [1])
     left, right, top = 330, 30, 30
     pw = TIMELINE_WIDTH
@@ -319,5 +320,6 @@ def timeline(report):
     out.append("</svg>")
     note = ""
     if hidden:
-        note = '<p class="note">%d more lanes are not drawn (the %d with the most copy time are).</p>' % (hidden, MAX_LANES)
+        note = ('<p class="note">The lanes of %d more processes are not drawn (at most %d lanes, whole processes in '
+                'rank order): --rank, --host or --pid choose which.</p>' % (hidden, MAX_LANES))
     return '<div class="scroll">%s</div>%s' % ("".join(out), note)
