@@ -17,8 +17,7 @@ import fnmatch
 import math
 
 from . import logs
-from .logs import (ACTION, ASYNC, BYTES, DEVICE, DEVICE_NS, DIR, FUNC, HOST_KIND, HOST_NS, PY_SITE, SITE, STREAM,
-                   T_NS, is_int)
+from .logs import BYTES, DEVICE_NS, DIR, HOST_NS, T_NS, WHAT, WHERE, is_int
 from .sketch import Dist, Lane
 
 MIB = 1 << 20
@@ -257,7 +256,7 @@ class Aggregate:
 
     # --- the less common parts of a transfer record (called from scan_file) ---
 
-    def add_device_time(self, entry, sig, key, nbytes, dev_ns):
+    def add_device_time(self, entry, sig, nbytes, dev_ns):
         """A device-timed copy: its device time in the bucket entry and the bandwidth chart, and, for
         a large pinned or registered copy, in the ceiling's distribution. Returns dev_ns."""
         d = entry[DEV]
@@ -273,7 +272,7 @@ class Aggregate:
         sig[S_DEV_COUNT] += 1
         sig[S_DEV_NS] += dev_ns
         if dev_ns and nbytes:
-            direction, kind, action = key[0], key[1], key[2]
+            direction, kind, action = sig[S_FIELDS][:3]
             bkey = (direction, kind, "device", size_bin(nbytes), math.floor(math.log2(nbytes / dev_ns) * BW_BINS_PER_OCTAVE))
             self.bw[bkey] = self.bw.get(bkey, 0) + 1
             if nbytes >= CEILING_MIN_BYTES and (kind in PINNED_KINDS or action == "registered"):
@@ -355,13 +354,16 @@ class Aggregate:
                 self.site_processes[site] = self.site_processes.get(site, 0) + 1
 
 
-# A signature entry: the copies of one (dir, kind, action, async, bucket, site, func, py_site,
-# device, stream) in one process section: count, bytes, ns, device-timed count and ns, the bucket
-# entry and the lane (and its busy array for this kind) its copies also go to, its bandwidth
-# histogram {(size bin, bandwidth bin): copies} (None for async copies: their host time is no
-# bandwidth), and whether its copies measure the pinned ceiling by host time (sync, pinned or
-# registered, at least 1 MiB). All found once, when the signature is first seen.
-(S_COUNT, S_BYTES, S_NS, S_DEV_COUNT, S_DEV_NS, S_ENTRY, S_LANE, S_BUSY, S_BW, S_CEILING) = range(10)
+# A signature entry: the copies of one (dir, size bucket, the record's WHAT and WHERE text: see
+# logs) in one process section: count, bytes, ns, device-timed count and ns, the bucket entry and
+# the lane (and its busy array for this kind) its copies also go to, its bandwidth histogram
+# {(size bin, bandwidth bin): copies} (None for async copies: their host time is no bandwidth),
+# whether its copies measure the pinned ceiling by host time (sync, pinned or registered, at least
+# 1 MiB), whether the selection leaves it out (device), and its decoded fields
+# (dir, kind, action, async, bucket, site, func, py_site, device, stream). All found once, when the
+# signature is first seen.
+(S_COUNT, S_BYTES, S_NS, S_DEV_COUNT, S_DEV_NS, S_ENTRY, S_LANE, S_BUSY, S_BW, S_CEILING, S_SKIP,
+ S_FIELDS) = range(12)
 
 
 class Section:
@@ -371,10 +373,16 @@ class Section:
         self.info = info
         self.signatures = {}
         self.lane_bins = options.lane_bins
+        self.devices = options.selection.devices
 
     def new_signature(self, key, agg):
-        direction, kind, action, is_async, bucket, _site, _func, _py_site, device, stream = key
-        bkey = (direction, kind, action, is_async == "true", bucket)
+        direction, bucket, what, where = key
+        f = logs.what_where(what, where)
+        direction = direction.decode("utf-8", errors="replace")
+        kind, action, is_async, device, stream = f["host_kind"], f["action"], f["async"], f["device"], f["stream"]
+        fields = (direction, kind, action, is_async, bucket, f["site"], f["func"], f["py_site"], device, stream)
+        skip = self.devices is not None and device not in self.devices
+        bkey = (direction, kind, action, is_async, bucket)
         entry = agg.buckets.get(bkey)
         if entry is None:
             entry = agg.buckets[bkey] = new_entry(1 << 62, 1 << 62)
@@ -382,23 +390,26 @@ class Section:
         lanes = self.info.lanes
         lkey = (device, stream)
         lane = lanes.get(lkey)
-        if lane is None:
+        if lane is None and not skip:
             if len(lanes) >= MAX_LANES:
                 lkey = (device, OTHER_STREAMS)
                 lane = lanes.get(lkey)
             if lane is None:
                 lane = lanes[lkey] = Lane(self.lane_bins)
-        sync = is_async != "true"
-        sig = self.signatures[key] = [0, 0, 0, 0, 0, entry, lane, lane.busy_of(kind), {} if sync else None,
-                                      sync and kind in PINNED_KINDS and bucket >= CEILING_MIN_BYTES]
+        sig = self.signatures[key] = [0, 0, 0, 0, 0, entry, lane, None if skip else lane.busy_of(kind),
+                                      None if is_async else {},
+                                      not is_async and kind in PINNED_KINDS and bucket >= CEILING_MIN_BYTES,
+                                      skip, fields]
         return sig
 
     def finish(self, agg):
         """Adds the section's signatures to the file's call sites and the process's totals."""
         info = self.info
         seen = set()
-        for key, sig in self.signatures.items():
-            direction, kind, action, is_async, _bucket, site, func, py_site, device, _stream = key
+        for sig in self.signatures.values():
+            if sig[S_SKIP] or not sig[S_COUNT]:
+                continue
+            direction, kind, action, is_async, _bucket, site, func, py_site, device, _stream = sig[S_FIELDS]
             entry = sig[S_ENTRY]
             entry[COUNT] += sig[S_COUNT]
             entry[NBYTES] += sig[S_BYTES]
@@ -417,13 +428,16 @@ class Section:
             info.device_count += sig[S_DEV_COUNT]
             info.device_ns += sig[S_DEV_NS]
             info.devices.add(device)
-            skey = (site, func, py_site, direction, kind, action, is_async == "true")
+            skey = (site, func, py_site, direction, kind, action, is_async)
             if skey not in agg.sites and len(agg.sites) >= MAX_SITES:
                 skey = OTHER_SITES + skey[3:]
             add_counts(agg.sites, skey, sig[:3])
             seen.add(skey[:3])
             if py_site is not None:
                 agg.py_sites = True
+        for bkey, entry in list(agg.buckets.items()):
+            if not entry[COUNT]:
+                del agg.buckets[bkey]          # only signatures the selection left out went there
         info.records = info.count
         info.end_ns = max([lane.end() for lane in info.lanes.values()] or [0])
         for key in seen:
@@ -436,7 +450,6 @@ def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
     distributions' and the lane's)."""
     selection = options.selection
     per_record = selection.per_record
-    devices = selection.devices
     agg = Aggregate()
     processes = []
     section = None              # the section being read; None while a section is not selected
@@ -510,9 +523,10 @@ def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
                 position = f.tell()
                 on_bytes(position - reported)
                 reported = position
-            text = raw.decode("utf-8", errors="replace")
-            m = match(text) if seen_header and "\\" not in text else None     # logs.fast_match, inlined
+            m = match(raw) if seen_header and b"\\" not in raw else None     # logs.fast_match, inlined
             if m is None:
+                # Invalid UTF-8 (a command line's bytes) becomes U+FFFD rather than costing the line.
+                text = raw.decode("utf-8", errors="replace")
                 got = logs.other_record(path, number, raw, text, seen_header, warn)
                 if got is None:
                     continue
@@ -529,19 +543,17 @@ def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
             if section is None:
                 continue
             t_ns = int(t[T_NS])
-            if per_record:
-                if devices is not None and t[DEVICE] not in devices:
-                    continue
-                if (since is not None and t_ns < since) or (until is not None and t_ns >= until):
-                    continue
+            if per_record and ((since is not None and t_ns < since) or (until is not None and t_ns >= until)):
+                continue
             nbytes = int(t[BYTES])
             ns = int(t[HOST_NS])
             bits = nbytes.bit_length()
-            key = (t[DIR], t[HOST_KIND], t[ACTION], t[ASYNC], 0 if bits < 13 else 1 << ((bits - 1) & ~1),
-                   t[SITE], t[FUNC], t[PY_SITE], t[DEVICE], t[STREAM])
+            key = (t[DIR], 0 if bits < 13 else 1 << ((bits - 1) & ~1), t[WHAT], t[WHERE])
             sig = signatures.get(key)
             if sig is None:
                 sig = section.new_signature(key, agg)
+            if sig[S_SKIP]:
+                continue                       # a device the selection leaves out
             sig[S_COUNT] += 1
             sig[S_BYTES] += nbytes
             sig[S_NS] += ns
@@ -581,7 +593,7 @@ def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
             dev_ns = t[DEVICE_NS]
             duration = ns
             if dev_ns is not None:
-                dev_ns = agg.add_device_time(e, sig, key, nbytes, int(dev_ns))
+                dev_ns = agg.add_device_time(e, sig, nbytes, int(dev_ns))
                 if hist is None:
                     duration = dev_ns
             elif hist is not None and ns and nbytes:
@@ -589,7 +601,7 @@ def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
                         ((bits - ns_bits) * 32 + ((nbytes << 6 >> bits) & 31) - ((ns << 6 >> ns_bits) & 31)) >> 2)
                 hist[bkey] = hist.get(bkey, 0) + 1
                 if sig[S_CEILING]:
-                    agg.add_host_ceiling(key[0], nbytes, ns)
+                    agg.add_host_ceiling(sig[S_FIELDS][0], nbytes, ns)
             # the timeline lane (device, stream): Lane.add, inlined for a copy within one bin
             lane = sig[S_LANE]
             end = t_ns + duration
@@ -599,10 +611,10 @@ def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
                 sig[S_BUSY][first] += duration
                 lane.starts[first] += 1
             else:
-                lane.add(t_ns, duration, key[1])
+                lane.add(t_ns, duration, sig[S_FIELDS][1])
             if sinks:
                 if full is None:
-                    full = logs.full_fields(text)
+                    full = logs.full_fields(raw)
                 for sink in sinks:
                     sink.transfer(section.info.section, full)
         if on_bytes is not None:

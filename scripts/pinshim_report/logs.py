@@ -28,53 +28,77 @@ def is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# A transfer record as a tuple of its fields' text (integers as decimal text, async as
-# "true"/"false", None for null or absent), in two layouts:
-# - full (FIELDS, the shim's field order): what the SQLite and trace exports write;
-# - lean (LEAN, the fields the aggregation reads, indices T_NS...): what the hot path gets, since
-#   every string taken out of a line costs time.
+# A transfer record, in two layouts:
+# - full (FIELDS, the shim's field order): a tuple of each field's text (integers as decimal text,
+#   async as "true"/"false", None for null or absent); what the SQLite and trace exports write.
+# - lean (indices T_NS, HOST_NS, DIR, BYTES, WHAT, WHERE, DEVICE_NS): bytes taken straight out of
+#   the line, for the aggregation's hot path, where every string costs time. WHAT is the text of
+#   the fields src_kind to action ("src_kind":"pageable",...,"action":"pass"), WHERE that of site,
+#   func and py_site: the aggregation groups copies by them as they are and decodes them (what_where)
+#   once per group.
 FIELDS = ("seq", "t_ns", "host_ns", "entry", "dir", "bytes", "src_kind", "dst_kind", "host_kind", "async",
           "stream", "device", "action", "tid", "site", "func", "py_site", "device_ns")
-LEAN = ("t_ns", "host_ns", "dir", "bytes", "host_kind", "async", "stream", "device", "action", "site", "func",
-        "py_site", "device_ns")
-(T_NS, HOST_NS, DIR, BYTES, HOST_KIND, ASYNC, STREAM, DEVICE, ACTION, SITE, FUNC, PY_SITE, DEVICE_NS) = range(len(LEAN))
-_LEAN_FROM_FULL = tuple(FIELDS.index(name) for name in LEAN)
+(T_NS, HOST_NS, DIR, BYTES, WHAT, WHERE, DEVICE_NS) = range(7)
+F = {name: i for i, name in enumerate(FIELDS)}
+
+# The shim's transfer line (shim/log.c, format_transfer): fixed field order, strings without
+# escapes or control characters (a line with a backslash anywhere takes the json.loads path).
+# py_site, which a later shim may add, is accepted before device_ns; any other layout takes the
+# json.loads path too.
+_STR = r'"[^"\x00-\x1f]*"'
+_FULL = re.compile(
+    r'\{"type":"transfer","seq":(\d+),"t_ns":(\d+),"host_ns":(\d+),"entry":"([^"\x00-\x1f]*)","dir":'
+    r'"([^"\x00-\x1f]*)","bytes":(\d+),"src_kind":"([^"\x00-\x1f]*)","dst_kind":"([^"\x00-\x1f]*)",'
+    r'"host_kind":"([^"\x00-\x1f]*)","async":(true|false),"stream":"([^"\x00-\x1f]*)",'
+    r'"device":(?:(-?\d+)|null),"action":"([^"\x00-\x1f]*)","tid":(?:(-?\d+)|null),'
+    r'"site":(?:"([^"\x00-\x1f]*)"|null),"func":(?:"([^"\x00-\x1f]*)"|null)'
+    r'(?:,"py_site":(?:"([^"\x00-\x1f]*)"|null))?(?:,"device_ns":(\d+))?\}\s*$')
+_LEAN = re.compile((
+    r'\{"type":"transfer","seq":\d+,"t_ns":(\d+),"host_ns":(\d+),"entry":' + _STR + r',"dir":'
+    r'"([^"\x00-\x1f]*)","bytes":(\d+),("src_kind":' + _STR + r',"dst_kind":' + _STR + r',"host_kind":' + _STR +
+    r',"async":(?:true|false),"stream":' + _STR + r',"device":(?:-?\d+|null),"action":' + _STR + r'),'
+    r'"tid":(?:-?\d+|null),("site":(?:' + _STR + r'|null),"func":(?:' + _STR + r'|null)'
+    r'(?:,"py_site":(?:' + _STR + r'|null))?)(?:,"device_ns":(\d+))?\}\s*$').encode())
+FAST_MATCH = _LEAN.match
+
+
+def fast_match(raw, seen_header):
+    """The lean match of a raw line (bytes) in the shim's layout (after a header), or None. (A line
+    with a backslash, an escape, is left to json.loads.)"""
+    return FAST_MATCH(raw) if seen_header and b"\\" not in raw else None
+
+
+def full_fields(raw):
+    """The full tuple of a line that fast_match took."""
+    return _FULL.match(raw.decode("utf-8", errors="replace")).groups()
+
+
+def _lit(value):
+    return "null" if value is None else json.dumps(value)
 
 
 def lean_of(full):
-    """The lean tuple of a full one."""
-    return tuple(full[i] for i in _LEAN_FROM_FULL)
+    """The lean tuple of a full one (a line that took the json.loads path)."""
+    f = full
+    what = '"src_kind":%s,"dst_kind":%s,"host_kind":%s,"async":%s,"stream":%s,"device":%s,"action":%s' % (
+        _lit(f[F["src_kind"]]), _lit(f[F["dst_kind"]]), _lit(f[F["host_kind"]]), f[F["async"]],
+        _lit(f[F["stream"]]), f[F["device"]] or "null", _lit(f[F["action"]]))
+    where = '"site":%s,"func":%s' % (_lit(f[F["site"]]), _lit(f[F["func"]]))
+    if f[F["py_site"]] is not None:
+        where += ',"py_site":%s' % _lit(f[F["py_site"]])
+    device_ns = f[F["device_ns"]]
+    return (f[F["t_ns"]].encode(), f[F["host_ns"]].encode(), f[F["dir"]].encode("utf-8", "surrogatepass"),
+            f[F["bytes"]].encode(), what.encode(), where.encode(), None if device_ns is None else device_ns.encode())
 
 
-# The shim's transfer line (shim/log.c, format_transfer): fixed field order, strings without
-# escapes (a line with a backslash anywhere takes the json.loads path). py_site, which a later
-# shim may add, is accepted before device_ns; any other layout takes the json.loads path too.
-def _transfer_pattern(wanted):
-    def s(name):     # no quote, no control character: what json.loads takes as is
-        return r'"([^"\x00-\x1f]*)"' if name in wanted else r'"[^"\x00-\x1f]*"'
-
-    def n(name, signed=False):
-        digits = r'-?\d+' if signed else r'\d+'
-        return "(%s)" % digits if name in wanted else digits
-
-    return re.compile(
-        r'\{"type":"transfer","seq":' + n("seq") + r',"t_ns":' + n("t_ns") + r',"host_ns":' + n("host_ns") +
-        r',"entry":' + s("entry") + r',"dir":' + s("dir") + r',"bytes":' + n("bytes") + r',"src_kind":' +
-        s("src_kind") + r',"dst_kind":' + s("dst_kind") + r',"host_kind":' + s("host_kind") +
-        r',"async":(true|false),"stream":' + s("stream") + r',"device":(?:' + n("device", True) + r'|null)' +
-        r',"action":' + s("action") + r',"tid":(?:' + n("tid", True) + r'|null),"site":(?:' + s("site") +
-        r'|null),"func":(?:' + s("func") + r'|null)(?:,"py_site":(?:' + s("py_site") + r'|null))?' +
-        r'(?:,"device_ns":' + n("device_ns") + r')?\}\s*$')
-
-
-_FAST = _transfer_pattern(LEAN)
-_FULL = _transfer_pattern(FIELDS)
-FAST_MATCH = _FAST.match
-
-
-def full_fields(text):
-    """The full tuple of a line that fast_match took."""
-    return _FULL.match(text).groups()
+def what_where(what, where):
+    """The fields in a lean tuple's WHAT and WHERE: src_kind, dst_kind, host_kind, async (bool),
+    stream, device (text or None), action, site, func, py_site."""
+    r = json.loads("{%s,%s}" % (what.decode("utf-8", errors="replace"), where.decode("utf-8", errors="replace")))
+    device = r.get("device")
+    return {"src_kind": r["src_kind"], "dst_kind": r["dst_kind"], "host_kind": r["host_kind"],
+            "async": r["async"] is True, "stream": r["stream"], "device": None if device is None else str(device),
+            "action": r["action"], "site": r.get("site"), "func": r.get("func"), "py_site": r.get("py_site")}
 
 
 TRANSFER_INTS = ("t_ns", "host_ns", "bytes")
@@ -182,12 +206,6 @@ def open_log(path):
         raise InputError("%s: cannot read: %s" % (path, e.strerror)) from None
 
 
-def fast_match(text, seen_header):
-    """The match of a transfer line in the shim's layout (after a header), or None. (A line with
-    a backslash, an escape, is left to json.loads.)"""
-    return FAST_MATCH(text) if seen_header and "\\" not in text else None
-
-
 def other_record(path, number, raw, text, seen_header, warn):
     """(type, payload) of a line that fast_match did not take, or None for a line to skip: blank,
     or bad (reported through warn). A transfer's payload is its full tuple, another record's the
@@ -232,12 +250,11 @@ def records(path, warn, on_bytes=None):
                 position = f.tell()
                 on_bytes(position - reported)
                 reported = position
+            if fast_match(raw, seen_header) is not None:
+                yield number, "transfer", full_fields(raw)
+                continue
             # Invalid UTF-8 (a command line's bytes) becomes U+FFFD rather than costing the line.
             text = raw.decode("utf-8", errors="replace")
-            m = fast_match(text, seen_header)
-            if m is not None:
-                yield number, "transfer", full_fields(text)
-                continue
             got = other_record(path, number, raw, text, seen_header, warn)
             if got is not None:
                 seen_header = seen_header or got[0] == "header"
