@@ -23,6 +23,7 @@ from .sketch import Dist, Lane
 MIB = 1 << 20
 MAX_SITES = 20000            # distinct (call site, operation) rows kept per aggregate
 MAX_LANES = 16               # timeline lanes (device, stream) per process; more streams share one lane
+MAX_SIGNATURES = 20000       # groups of copies a section holds before adding them to the aggregate
 MAX_ADVICE = 5000            # distinct advice messages kept
 CEILING_MIN_BYTES = MIB      # copies at least this large measure the link's pinned bandwidth
 PINNED_KINDS = ("pinned", "registered")
@@ -372,10 +373,13 @@ class Section:
     def __init__(self, info, options):
         self.info = info
         self.signatures = {}
+        self.sites_seen = set()
         self.lane_bins = options.lane_bins
         self.devices = options.selection.devices
 
     def new_signature(self, key, agg):
+        if len(self.signatures) >= MAX_SIGNATURES:
+            self.flush(agg)                    # memory stays bounded whatever the variety of copies
         direction, bucket, what, where = key
         f = logs.what_where(what, where)
         direction = direction.decode("utf-8", errors="replace")
@@ -402,10 +406,11 @@ class Section:
                                       skip, fields]
         return sig
 
-    def finish(self, agg):
-        """Adds the section's signatures to the file's call sites and the process's totals."""
+    def flush(self, agg):
+        """Adds the signatures so far to the file's aggregate and the process's totals, and forgets
+        them (the dictionary is emptied in place: scan_file holds it)."""
         info = self.info
-        seen = set()
+        seen = self.sites_seen
         for sig in self.signatures.values():
             if sig[S_SKIP] or not sig[S_COUNT]:
                 continue
@@ -438,9 +443,15 @@ class Section:
         for bkey, entry in list(agg.buckets.items()):
             if not entry[COUNT]:
                 del agg.buckets[bkey]          # only signatures the selection left out went there
+        self.signatures.clear()
+
+    def finish(self, agg):
+        """The end of the section: its signatures, the process's end, its call sites counted once."""
+        self.flush(agg)
+        info = self.info
         info.records = info.count
         info.end_ns = max([lane.end() for lane in info.lanes.values()] or [0])
-        for key in seen:
+        for key in self.sites_seen:
             agg.site_processes[key] = agg.site_processes.get(key, 0) + 1
 
 
@@ -523,7 +534,7 @@ def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
                 position = f.tell()
                 on_bytes(position - reported)
                 reported = position
-            m = match(raw) if seen_header and b"\\" not in raw else None     # logs.fast_match, inlined
+            m = match(raw) if seen_header and b"\\" not in raw else None     # logs.FAST_MATCH
             if m is None:
                 # Invalid UTF-8 (a command line's bytes) becomes U+FFFD rather than costing the line.
                 text = raw.decode("utf-8", errors="replace")

@@ -1,17 +1,17 @@
-"""logs.py: what a pinshim log is (format 1) and how to read one, record by record.
+"""logs.py: what a pinshim log is (format 1) and how to read its lines.
 
 Contract:
 - expand(arguments) -> the log files named by files, folders (their *.jsonl) and glob patterns,
   each once; InputError when an argument names nothing.
 - first_header(path) -> the file's first record, checked to be a format-1 pinshim header (read
   before the long pass, so an unusable file stops the report at once); InputError otherwise.
-- records(path, warn) -> yields (line number, type, payload) for every usable line: a header,
-  driver, summary or other record as the parsed dict, a transfer record as its full tuple (FIELDS).
-  A bad line is reported through warn("FILE:LINE: what is wrong; line skipped") and skipped; a
-  header of another format raises InputError. The file is read line by line: memory does not
-  grow with its size.
-A transfer line in the shim's own field order is read with one regular expression (several times
-as fast as json.loads); any other line goes through json.loads and the same checks."""
+- open_log(path), then for each raw line (aggregate.scan_file runs this loop): FAST_MATCH(raw)
+  for a transfer line in the shim's own layout (several times as fast as json.loads), giving the
+  lean tuple; other_record(...) for any other line: (type, payload) with a transfer's full tuple
+  or another record's dict, or None for a blank or bad line (reported through warn as
+  "FILE:LINE: what is wrong; line skipped"); a header of another format raises InputError.
+- full_fields(raw), lean_of(full), what_where(what, where): the conversions between layouts.
+Both paths give the same fields for the same record (a test checks it)."""
 import glob
 import json
 import os
@@ -59,17 +59,11 @@ _LEAN = re.compile((
     r',"async":(?:true|false),"stream":' + _STR + r',"device":(?:-?\d+|null),"action":' + _STR + r'),'
     r'"tid":(?:-?\d+|null),("site":(?:' + _STR + r'|null),"func":(?:' + _STR + r'|null)'
     r'(?:,"py_site":(?:' + _STR + r'|null))?)(?:,"device_ns":(\d+))?\}\s*$').encode())
-FAST_MATCH = _LEAN.match
-
-
-def fast_match(raw, seen_header):
-    """The lean match of a raw line (bytes) in the shim's layout (after a header), or None. (A line
-    with a backslash, an escape, is left to json.loads.)"""
-    return FAST_MATCH(raw) if seen_header and b"\\" not in raw else None
+FAST_MATCH = _LEAN.match   # on a raw line (bytes) without a backslash, after the header: the lean match
 
 
 def full_fields(raw):
-    """The full tuple of a line that fast_match took."""
+    """The full tuple of a line that FAST_MATCH took."""
     return _FULL.match(raw.decode("utf-8", errors="replace")).groups()
 
 
@@ -207,7 +201,7 @@ def open_log(path):
 
 
 def other_record(path, number, raw, text, seen_header, warn):
-    """(type, payload) of a line that fast_match did not take, or None for a line to skip: blank,
+    """(type, payload) of a line that FAST_MATCH did not take, or None for a line to skip: blank,
     or bad (reported through warn). A transfer's payload is its full tuple, another record's the
     parsed dict. Raises InputError for a file that is not a format-1 pinshim log."""
     if not text.strip():
@@ -236,30 +230,3 @@ def other_record(path, number, raw, text, seen_header, warn):
             warn("%s:%d: %s; line skipped" % (path, number, e))
             return None
     return kind, record
-
-
-def records(path, warn, on_bytes=None):
-    """Yields (line number, type, payload) for each usable line of a log (see the module's
-    contract). on_bytes(n), if given, is called now and then with the bytes read since its last
-    call. (aggregate.scan_file runs the same loop inlined, for speed.)"""
-    seen_header = False
-    reported = 0
-    with open_log(path) as f:
-        for number, raw in enumerate(f, 1):
-            if not number & 4095 and on_bytes is not None:
-                position = f.tell()
-                on_bytes(position - reported)
-                reported = position
-            if fast_match(raw, seen_header) is not None:
-                yield number, "transfer", full_fields(raw)
-                continue
-            # Invalid UTF-8 (a command line's bytes) becomes U+FFFD rather than costing the line.
-            text = raw.decode("utf-8", errors="replace")
-            got = other_record(path, number, raw, text, seen_header, warn)
-            if got is not None:
-                seen_header = seen_header or got[0] == "header"
-                yield (number,) + got
-        if on_bytes is not None:
-            on_bytes(f.tell() - reported)
-    if not seen_header:
-        raise InputError("%s: empty file, not a pinshim log" % path)

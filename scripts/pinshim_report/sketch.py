@@ -5,8 +5,8 @@ Contract:
   has at most EXACT_MAX distinct values; past that, counts per logarithmic bucket, 32 buckets per
   power of two, so a median or percentile read from it is within 1.6 % of the true one (values
   below 64 stay exact). Memory: at most a few thousand entries, whatever the number of values.
-  Count, sum, min, max and the standard deviation are kept by the caller, exactly (see Moments).
-- Moments: exact count, sum, sum of squares, min and max (Python integers do not overflow).
+  Count, sum, min, max and the standard deviation are kept by the caller, exactly (integer sums
+  and sums of squares: Python integers do not overflow).
 - Lane: a timeline row: copy time and copy starts in `nbins` bins of equal width over a time
   range that doubles (neighbouring bins merged) whenever a copy ends past it. Memory: nbins
   numbers per host memory kind seen, whatever the run's length or its number of copies.
@@ -112,49 +112,6 @@ class Dist:
             return None
         rank = min(n - 1, max(0, -(-n * p // 100) - 1))
         return self._value_at(int(rank))
-
-
-class Moments:
-    """Exact count, sum, sum of squares, min and max of integers."""
-    __slots__ = ("n", "total", "squares", "low", "high")
-
-    def __init__(self):
-        self.n = self.total = self.squares = 0
-        self.low = self.high = None
-
-    def __getstate__(self):
-        return self.n, self.total, self.squares, self.low, self.high
-
-    def __setstate__(self, state):
-        self.n, self.total, self.squares, self.low, self.high = state
-
-    def add(self, value):
-        self.n += 1
-        self.total += value
-        self.squares += value * value
-        if self.low is None or value < self.low:
-            self.low = value
-        if self.high is None or value > self.high:
-            self.high = value
-
-    def merge(self, other):
-        if other.n == 0:
-            return
-        self.n += other.n
-        self.total += other.total
-        self.squares += other.squares
-        self.low = other.low if self.low is None else min(self.low, other.low)
-        self.high = other.high if self.high is None else max(self.high, other.high)
-
-    def mean(self):
-        return self.total / self.n if self.n else None
-
-    def stddev(self):
-        """The sample standard deviation (0 for one value), from exact integer sums."""
-        if self.n < 2:
-            return 0.0
-        numerator = self.n * self.squares - self.total * self.total
-        return (max(numerator, 0) / (self.n * (self.n - 1))) ** 0.5
 
 
 class Lane:
