@@ -56,11 +56,15 @@ def positive(text):
     return value
 
 
+MAX_DEFAULT_JOBS = 8       # each worker holds about 20 MB: 8 keep the report well under 256 MB
+
+
 def default_jobs():
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_DEFAULT_JOBS))
 
 
 def parse_args(argv):
@@ -97,7 +101,8 @@ def parse_args(argv):
                      help="only copies that started before SEC seconds after the earliest process start")
     run = parser.add_argument_group("running")
     run.add_argument("--jobs", type=positive, default=default_jobs(), metavar="N",
-                     help="files read at once, one core each (default: the cores available, %d)" % default_jobs())
+                     help="files read at once, one core each (default: the cores available, at most %d: %d here)"
+                     % (MAX_DEFAULT_JOBS, default_jobs()))
     run.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                      help="progress line on stderr: auto (after %g s), always, never" % stream.PROGRESS_AFTER_S)
     args = parser.parse_args(argv)
