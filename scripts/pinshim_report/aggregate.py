@@ -313,12 +313,17 @@ class Aggregate:
                     if is_int(v):
                         table[key] = table.get(key, 0) + v
         self._add_pinned_gbps(summary.get("pinned_gbps"))
+        for link in summary.get("link") or []:       # the shim's link_probe: per device, measured
+            if isinstance(link, dict):
+                self._add_pinned_gbps({"h2d": link.get("h2d_gbps"), "d2h": link.get("d2h_gbps")})
         if rows_too:
             self._add_summary_rows(info, summary)
 
     def _add_pinned_gbps(self, value):
-        """pinned_gbps, which a later shim may write: a number, {dir: number}, {device: {dir: number}}
-        or [{"device": n, dir: number}, ...]. Whatever its shape, each (dir, number) is kept."""
+        """A measured pinned bandwidth from a summary: its "link" list (the shim's link_probe:
+        [{"device": n, "h2d_gbps": x, "d2h_gbps": y}]) or a "pinned_gbps" field: a number,
+        {dir: number}, {device: {dir: number}} or [{"device": n, dir: number}, ...]. Whatever its
+        shape, each (dir, number) is kept."""
         def numbers(v, direction):
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
                 self.pinned_gbps.setdefault(direction, []).append(float(v))

@@ -158,16 +158,17 @@ def _median(values):
 
 
 def ceilings(agg, directions=("h2d", "d2h")):
-    """Per direction: the summaries' pinned_gbps if any carries it; else the 90th percentile of the
-    device-timed pinned or registered copies of at least 1 MiB; else that of the sync pinned copies'
-    host time; else the documented default (not measured)."""
+    """Per direction: the rate the shim measured and wrote in the summaries (link, pinned_gbps) if any
+    carries it; else the 90th percentile of the device-timed pinned or registered copies of at least
+    1 MiB; else that of the sync pinned copies' host time; else the documented default (not measured)."""
     out = {}
     for direction in directions:
         values = agg.pinned_gbps.get(direction) or agg.pinned_gbps.get("any")
         device, host = agg.ceiling_device.get(direction), agg.ceiling_host.get(direction)
         if values:
             out[direction] = Ceiling(direction, _median(values), "summary",
-                                     "pinned_gbps of the logs' summaries (median of %d)" % len(values))
+                                     "measured by the shim and recorded in the summaries (link or pinned_gbps; "
+                                     "median of %d)" % len(values))
         elif device is not None and device.count():
             out[direction] = Ceiling(direction, device.percentile(CEILING_PERCENTILE) / 1000, "device",
                                      "%dth percentile of %s device-timed pinned copies of at least 1 MiB"

@@ -315,6 +315,13 @@ PY
     grep -Eq '^ d2h  26\.00  summary$' "$o"
     # records 1 (fast path) and 3 (json.loads: keys sorted) both counted
     grep -Eq '^ +4\.194 +2 +2\.097 +2\.097 +2\.097 +2\.097 +0\.000  h2d pageable$' "$o"
+    # the summary's rate in another shape (pinned_gbps per device) is read too
+    mkdir "$WORK/shape"
+    sed -e 's/"link":\[{"device":0,"h2d_gbps":25.0,"d2h_gbps":26.0}\]/"pinned_gbps":{"0":{"h2d":30.5,"d2h":31}}/' \
+        "$LOGS/future/pyfields.jsonl" >"$WORK/shape/p.jsonl"
+    report shape "$WORK/shape"
+    grep -Eq '^ h2d  30\.50  summary$' "$WORK/shape.out"
+    grep -Eq '^ d2h  31\.00  summary$' "$WORK/shape.out"
     grep -q '>sync calls<' "$WORK/fut.html"
     ! grep -q 'These logs have no per-sync records' "$WORK/fut.html" || false
     python3 - "$WORK/fut.json" <<'PY'
