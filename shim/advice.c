@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "callsite.h"
+#include "linkrate.h"
 
 enum { SIDE_H2D, SIDE_D2H, SIDES };
 enum { CLASS_PAGEABLE_SYNC, CLASS_PAGEABLE_ASYNC, CLASS_PINNED_SYNC, CLASS_PINNED_ASYNC, CLASSES };
@@ -83,6 +84,11 @@ static void estimate_bandwidth(int side, struct bandwidth *bw)
         bw->pinned = (double)dev_bytes / (double)dev_ns;
         snprintf(pinned_text, sizeof pinned_text, "pinned %.2f GB/s from device timing of %llu pinned copies",
                  bw->pinned, (unsigned long long)get(&pinned_device[side].count));
+    } else if (linkrate_first_device() >= 0) {
+        int dev = linkrate_first_device();
+        bw->pinned = linkrate_get(dev, side == 0 ? LINK_H2D : LINK_D2H);
+        snprintf(pinned_text, sizeof pinned_text, "pinned %.2f GB/s measured on device %d at start (link_probe)",
+                 bw->pinned, dev);
     } else {
         bw->pinned = ADVICE_PINNED_DEFAULT_GBPS;
         snprintf(pinned_text, sizeof pinned_text, "pinned %.0f GB/s: documented default, not measured",

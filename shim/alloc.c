@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "real.h"
+#include "hugepage.h"
 #include "regcache.h"
 
 struct next_allocator {
@@ -273,6 +274,8 @@ PINSHIM_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags
 
 PINSHIM_EXPORT int madvise(void *addr, size_t len, int advice)
 {
+    if (advice == MADV_HUGEPAGE || advice == MADV_NOHUGEPAGE)
+        hugepage_note_program_advice(); /* the program manages huge pages: the shim stays out */
     if (advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE) {
         int e = errno;
         regcache_on_discard((uintptr_t)addr, (uintptr_t)addr + len); /* the pages' contents go away */

@@ -1,6 +1,6 @@
 /* alloc_table.c: the table of tracked host allocations (see alloc_table.h).
- * A registered range may reach at most one page beyond its allocation on each side (the cache
- * registers whole pages), so range queries look one page either side of the sorted bases. */
+ * A registered range lies inside its allocation (the cache registers its whole pages only); range
+ * queries still look one page either side of the sorted bases, which costs nothing here. */
 #define _GNU_SOURCE
 #define HASH_NONFATAL_OOM 1 /* out of memory: the record is not added, the program goes on */
 #define uthash_nonfatal_oom(r) (add_failed = true)

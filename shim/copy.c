@@ -27,6 +27,7 @@ void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, en
     c->async = async;
     c->action = ACTION_PASS;
     c->unstaged = UNSTAGED_NONE;
+    c->completed = false;
     c->dst_kind = dst_kind == KIND_UNKNOWN ? memkind_of(dst) : dst_kind;
     c->src_kind = src_kind == KIND_UNKNOWN ? memkind_of(src) : src_kind;
     regcache_view(c); /* memory the cache pinned is still pageable to the program */

@@ -52,6 +52,7 @@ struct copy {
     enum unstaged_reason unstaged;
     bool reg_overlap;         /* the host side lies in memory the registration cache pinned */
     struct alloc_rec *reg_rec; /* the cache's record this copy uses directly (held until after it) */
+    bool completed;           /* the shim already waited for the copy: nothing more to wait for */
 };
 
 /* Kinds known from the entry point itself (cuMemcpyHtoD: dst is device) skip classification:

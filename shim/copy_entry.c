@@ -5,12 +5,24 @@
 
 #include "common.h"
 #include "copy.h"
+#include "copy_split.h"
 #include "driver.h"
 #include "driver_shapes.h"
 #include "entry.h"
 #include "log.h"
 #include "regcache.h"
 #include "stage.h"
+
+/* A 1D copy going to the driver as it is: no registration of the cache may make it fail. */
+static void clear_host_edges(const struct copy *c)
+{
+    if (!c->reg_overlap)
+        return;
+    if (memkind_is_host(c->src_kind))
+        regcache_clear_edges(c->src, c->src + c->bytes);
+    if (memkind_is_host(c->dst_kind))
+        regcache_clear_edges(c->dst, c->dst + c->bytes);
+}
 
 /* NULL means the default stream of the entry's flavour: name which one, for the record. */
 static CUstream effective_stream(enum driver_entry_id id, CUstream s)
@@ -29,9 +41,11 @@ static CUstream effective_stream(enum driver_entry_id id, CUstream s)
         copy_record(&(c), result, pinshim_now_ns() - t0_);                                             \
     } while (0)
 
-/* Sends the copy directly when the registration cache has (just) pinned its host memory, except
- * that an async H2D on a busy stream is staged if staging wants it (no wait behind other work);
- * otherwise stages it or runs `pass`. Times and records every way. */
+/* Sends the copy directly when the registration cache has (just) pinned its host memory (cut at
+ * the registration's edges when it lies only partly inside), except that an async H2D on a busy
+ * stream is staged if staging wants it (no wait behind other work); otherwise stages it or runs
+ * `pass`, which may first make the cache drop a registration the copy would run out of.
+ * Times and records every way. */
 #define TIMED_STAGED_COPY(c, stage_call, pass)                                                         \
     do {                                                                                               \
         log_copy_begin(&(c)); /* device timing of sampled copies (log.h) */                            \
@@ -41,10 +55,12 @@ static CUstream effective_stream(enum driver_entry_id id, CUstream s)
                   (stage_call))) {                                                                     \
                 (c).action = ACTION_REGISTERED;                                                        \
                 (c).unstaged = UNSTAGED_NONE;                                                          \
-                result = (pass);                                                                       \
+                result = regcache_direct_whole(&(c)) ? (pass) : copy_split_at_registration(&(c));      \
             }                                                                                          \
-        } else if (!(stage_wanted(&(c)) && (stage_call)))                                              \
+        } else if (!(stage_wanted(&(c)) && (stage_call))) {                                            \
+            clear_host_edges(&(c));                                                                    \
             result = (pass);                                                                           \
+        }                                                                                              \
         regcache_after_copy(&(c), result);                                                             \
         copy_record(&(c), result, pinshim_now_ns() - t0_);                                             \
     } while (0)
@@ -169,8 +185,44 @@ static void describe_3d(struct copy *c, enum driver_entry_id id, const CUDA_MEMC
     copy_describe(c, id, dst, dst_kind, src, src_kind, d->WidthInBytes * d->Height * d->Depth, stream, async);
 }
 
+/* Bytes from the first to the last byte a pitched side touches (0 for an empty copy). */
+static size_t pitched_extent(size_t width, size_t height, size_t depth, size_t pitch, size_t slice_rows)
+{
+    if (!width || !height || !depth)
+        return 0;
+    return ((depth - 1) * slice_rows + (height - 1)) * pitch + width;
+}
+
+/* Host sides of a pitched copy going to the driver as it is (see clear_host_edges). */
+static void clear_pitched_edges(CUmemorytype type, const void *host, CUdeviceptr unified, size_t first,
+                                size_t extent)
+{
+    if (type == CU_MEMORYTYPE_HOST && host)
+        regcache_clear_edges((uintptr_t)host + first, (uintptr_t)host + first + extent);
+    else if (type == CU_MEMORYTYPE_UNIFIED && unified)
+        regcache_clear_edges((uintptr_t)unified + first, (uintptr_t)unified + first + extent);
+}
+
+static void clear_edges_2d(const CUDA_MEMCPY2D *d)
+{
+    clear_pitched_edges(d->srcMemoryType, d->srcHost, d->srcDevice, d->srcXInBytes + d->srcY * d->srcPitch,
+                        pitched_extent(d->WidthInBytes, d->Height, 1, d->srcPitch, 0));
+    clear_pitched_edges(d->dstMemoryType, d->dstHost, d->dstDevice, d->dstXInBytes + d->dstY * d->dstPitch,
+                        pitched_extent(d->WidthInBytes, d->Height, 1, d->dstPitch, 0));
+}
+
+static void clear_edges_3d(const CUDA_MEMCPY3D *d)
+{
+    clear_pitched_edges(d->srcMemoryType, d->srcHost, d->srcDevice,
+                        d->srcXInBytes + d->srcY * d->srcPitch + d->srcZ * d->srcPitch * d->srcHeight,
+                        pitched_extent(d->WidthInBytes, d->Height, d->Depth, d->srcPitch, d->srcHeight));
+    clear_pitched_edges(d->dstMemoryType, d->dstHost, d->dstDevice,
+                        d->dstXInBytes + d->dstY * d->dstPitch + d->dstZ * d->dstPitch * d->dstHeight,
+                        pitched_extent(d->WidthInBytes, d->Height, d->Depth, d->dstPitch, d->dstHeight));
+}
+
 /* A NULL descriptor is the driver's to reject: pass it through and count a failed copy. */
-#define PITCHED_COPY(describe, call, stream_arg, async_flag)                                           \
+#define PITCHED_COPY(describe, clear_edges, call, stream_arg, async_flag)                              \
     do {                                                                                               \
         if (!desc) {                                                                                   \
             result = (call);                                                                           \
@@ -181,6 +233,8 @@ static void describe_3d(struct copy *c, enum driver_entry_id id, const CUDA_MEMC
         struct copy c;                                                                                 \
         describe(&c, id, desc, effective_stream(id, stream_arg), async_flag);                          \
         stage_mark_unsupported(&c);                                                                    \
+        if (c.reg_overlap)                                                                             \
+            clear_edges(desc);                                                                         \
         TIMED_COPY(c, call);                                                                           \
     } while (0)
 
@@ -188,7 +242,7 @@ CUresult shape_m2d(enum driver_entry_id id, SHAPE_m2d_P)
 {
     ENTRY_PROLOGUE(m2d, desc);
     CUresult result;
-    PITCHED_COPY(describe_2d, real(desc), NULL, false);
+    PITCHED_COPY(describe_2d, clear_edges_2d, real(desc), NULL, false);
     return result;
 }
 
@@ -196,7 +250,7 @@ CUresult shape_m2d_async(enum driver_entry_id id, SHAPE_m2d_async_P)
 {
     ENTRY_PROLOGUE(m2d_async, desc, stream);
     CUresult result;
-    PITCHED_COPY(describe_2d, real(desc, stream), stream, true);
+    PITCHED_COPY(describe_2d, clear_edges_2d, real(desc, stream), stream, true);
     return result;
 }
 
@@ -204,7 +258,7 @@ CUresult shape_m3d(enum driver_entry_id id, SHAPE_m3d_P)
 {
     ENTRY_PROLOGUE(m3d, desc);
     CUresult result;
-    PITCHED_COPY(describe_3d, real(desc), NULL, false);
+    PITCHED_COPY(describe_3d, clear_edges_3d, real(desc), NULL, false);
     return result;
 }
 
@@ -212,7 +266,7 @@ CUresult shape_m3d_async(enum driver_entry_id id, SHAPE_m3d_async_P)
 {
     ENTRY_PROLOGUE(m3d_async, desc, stream);
     CUresult result;
-    PITCHED_COPY(describe_3d, real(desc, stream), stream, true);
+    PITCHED_COPY(describe_3d, clear_edges_3d, real(desc, stream), stream, true);
     return result;
 }
 
@@ -266,9 +320,22 @@ static void record_batch(enum driver_entry_id id, CUdeviceptr *dsts, CUdeviceptr
     }
 }
 
+/* Every element of a batch goes to the driver as it is (see clear_host_edges). Arrays the driver
+ * would reject (NULL) are left to it. */
+static void clear_batch_edges(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count)
+{
+    if (!dsts || !srcs || !sizes)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        regcache_clear_edges(srcs[i], srcs[i] + sizes[i]);
+        regcache_clear_edges(dsts[i], dsts[i] + sizes[i]);
+    }
+}
+
 CUresult shape_batch_v1(enum driver_entry_id id, SHAPE_batch_v1_P)
 {
     ENTRY_PROLOGUE(batch_v1, dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream);
+    clear_batch_edges(dsts, srcs, sizes, count);
     uint64_t t0 = pinshim_now_ns();
     CUresult result = real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream);
     record_batch(id, dsts, srcs, sizes, count, stream, result, pinshim_now_ns() - t0);
@@ -278,6 +345,7 @@ CUresult shape_batch_v1(enum driver_entry_id id, SHAPE_batch_v1_P)
 CUresult shape_batch_v2(enum driver_entry_id id, SHAPE_batch_v2_P)
 {
     ENTRY_PROLOGUE(batch_v2, dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream);
+    clear_batch_edges(dsts, srcs, sizes, count);
     uint64_t t0 = pinshim_now_ns();
     CUresult result = real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream);
     record_batch(id, dsts, srcs, sizes, count, stream, result, pinshim_now_ns() - t0);

@@ -22,6 +22,7 @@ struct devtime {
 typedef CUresult (*fn_event_create)(CUevent *, unsigned int);
 typedef CUresult (*fn_event_record)(CUevent, CUstream);
 typedef CUresult (*fn_event_query)(CUevent);
+typedef CUresult (*fn_event_destroy)(CUevent);
 typedef CUresult (*fn_event_elapsed)(float *, CUevent, CUevent);
 typedef CUresult (*fn_ctx_get)(CUcontext *);
 typedef CUresult (*fn_ctx_push)(CUcontext);
@@ -33,6 +34,7 @@ static struct {
     fn_event_create create;
     fn_event_record record;
     fn_event_query query;
+    fn_event_destroy destroy; /* optional */
     fn_event_elapsed elapsed;
     fn_ctx_get ctx_get;
     fn_ctx_push ctx_push;
@@ -61,6 +63,7 @@ static bool resolve(void)
     drv.ctx_push = (fn_ctx_push)real_driver_symbol("cuCtxPushCurrent_v2");
     drv.ctx_pop = (fn_ctx_pop)real_driver_symbol("cuCtxPopCurrent_v2");
     drv.is_capturing = (fn_is_capturing)real_driver_symbol("cuStreamIsCapturing");
+    drv.destroy = (fn_event_destroy)real_driver_symbol("cuEventDestroy_v2");
     bool ok = drv.create && drv.record && drv.query && drv.elapsed && drv.ctx_get;
     __atomic_store_n(&drv.state, ok ? 1 : -1, __ATOMIC_RELEASE);
     return ok;
@@ -178,4 +181,32 @@ void devtime_fork_child(void)
     pair_count = 0;
     sample_counter = 0;
     allowed = false;
+}
+
+void devtime_forget_context(CUcontext ctx)
+{
+    pthread_mutex_lock(&free_lock);
+    struct devtime *gone = NULL;
+    for (struct devtime **p = &free_pairs; *p;) {
+        struct devtime *d = *p;
+        if (!ctx || d->ctx == ctx) {
+            *p = d->next;
+            d->next = gone;
+            gone = d;
+            pair_count--;
+        } else
+            p = &d->next;
+    }
+    pthread_mutex_unlock(&free_lock);
+    while (gone) {
+        struct devtime *d = gone;
+        gone = d->next;
+        if (drv.destroy) {
+            pinshim_enter();
+            drv.destroy(d->start);
+            drv.destroy(d->end);
+            pinshim_leave();
+        }
+        free(d);
+    }
 }

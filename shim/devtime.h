@@ -31,4 +31,9 @@ void devtime_release(struct devtime *d);
 /* Forked child: forget every pair (they belong to the parent's contexts) and stop sampling. */
 void devtime_fork_child(void);
 
+/* A context is about to be destroyed (ctx), or a primary context reset (ctx NULL: every free pair
+ * goes): free pairs of events created there are destroyed while it exists. Pairs still waiting for
+ * the writer are not covered (their copies ran in the dying context: rare, and documented). */
+void devtime_forget_context(CUcontext ctx);
+
 #endif

@@ -74,6 +74,8 @@
 #define SHAPE_host_unregister_CA , p
 #define SHAPE_primary_reset_P CUdevice dev
 #define SHAPE_primary_reset_CA , dev
+#define SHAPE_ctx_destroy_P CUcontext ctx
+#define SHAPE_ctx_destroy_CA , ctx
 #define SHAPE_getproc_v1_P const char *symbol, void **pfn, int version, cuuint64_t flags
 #define SHAPE_getproc_v1_CA , symbol, pfn, version, flags
 #define SHAPE_getproc_v2_P                                                                             \
@@ -86,7 +88,7 @@
     S(m2d) S(m2d_async) S(m3d) S(m3d_async) S(peer) S(peer_async) S(batch_v1) S(batch_v2)              \
     S(stream_sync) S(stream_query) S(event_sync) S(event_query) S(event_record) S(event_record_flags)  \
     S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister) S(primary_reset)      \
-    S(getproc_v1) S(getproc_v2)
+    S(ctx_destroy) S(getproc_v1) S(getproc_v2)
 
 #define SHAPE_DECLARE(name)                                                                            \
     typedef CUresult (*fn_##name)(SHAPE_##name##_P);                                                   \

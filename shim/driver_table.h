@@ -64,8 +64,10 @@
     X(host_register,        "cuMemHostRegister_v2",       "cuMemHostRegister",   6050, 0, ANY,    host_register)  \
     X(host_register_v1,     "cuMemHostRegister",          "cuMemHostRegister",   4000, 6050, ANY, host_register)  \
     X(host_unregister,      "cuMemHostUnregister",        "cuMemHostUnregister", 4000, 0, ANY,    host_unregister)\
-    /* a primary context reset frees its pinned memory: the pool and the range table must know */   \
+    /* a primary context reset frees its pinned memory: the pool and the range table must know; it  \
+     * and a context's destruction free its events: the shim's own events there must go first */    \
     X(primary_reset,        "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxReset", 11000, 0, ANY, primary_reset) \
+    X(ctx_destroy,          "cuCtxDestroy_v2",            "cuCtxDestroy",        4000, 0, ANY,    ctx_destroy)    \
     /* the lookup itself: the runtime asks for "cuGetProcAddress" and uses the answer for all else */ \
     X(getproc_v1,           "cuGetProcAddress",           "cuGetProcAddress",   11030, 12000, ANY, getproc_v1)    \
     X(getproc_v2,           "cuGetProcAddress_v2",        "cuGetProcAddress",   12000, 0, ANY,    getproc_v2)

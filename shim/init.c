@@ -12,6 +12,7 @@
 #include "driver.h"
 #include "entry.h"
 #include "guard.h"
+#include "linkrate.h"
 #include "log.h"
 #include "memkind.h"
 #include "policy.h"
@@ -39,6 +40,7 @@ static void on_fork_child(void)
     memkind_allow_driver(false);
     stage_forget();
     pool_forget();
+    linkrate_forget();
     workers_forget();
     log_fork_child();
     guard_fork_child();

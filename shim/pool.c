@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "linkprobe.h"
 #include "policy.h"
 #include "real.h"
 
@@ -29,7 +30,6 @@ struct driver_fns {
     CUresult (*ctx_push)(CUcontext);
     CUresult (*ctx_pop)(CUcontext *);
     CUresult (*primary_retain)(CUcontext *, CUdevice);
-    CUresult (*exchange_capture_mode)(CUstreamCaptureMode *); /* optional */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -40,6 +40,7 @@ static bool resolved, broken, growing;
 static uint64_t total_bytes, in_use_bytes, max_bytes; /* total_bytes also read without the lock */
 static CUcontext primary[POOL_MAX_DEVICES];             /* retained by the shim, never released */
 static unsigned generation[POOL_MAX_DEVICES];           /* bumped when a device's primary is reset */
+static bool probed[POOL_MAX_DEVICES];                    /* linkprobe ran with this device's memory */
 static struct pool_stats stats;                        /* atomics: read without the lock */
 
 #define RESOLVE(field, name) fns.field = (__typeof__(fns.field))real_driver_symbol(name)
@@ -61,7 +62,6 @@ static bool resolve(void)
     RESOLVE(ctx_push, "cuCtxPushCurrent_v2");
     RESOLVE(ctx_pop, "cuCtxPopCurrent_v2");
     RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
-    RESOLVE(exchange_capture_mode, "cuThreadExchangeStreamCaptureMode");
     resolved = true;
     if (!fns.host_alloc || !fns.event_create || !fns.event_destroy || !fns.event_record || !fns.event_query ||
         !fns.event_sync || !fns.stream_sync || !fns.ctx_get_current || !fns.ctx_set_current ||
@@ -88,27 +88,14 @@ size_t pool_chunk_bytes(void)
 
 bool pool_available(void) { return !__atomic_load_n(&broken, __ATOMIC_RELAXED); }
 
-void pool_relaxed_begin(CUstreamCaptureMode *saved)
-{
-    *saved = CU_STREAM_CAPTURE_MODE_RELAXED;
-    if (fns.exchange_capture_mode)
-        fns.exchange_capture_mode(saved);
-}
-
-void pool_relaxed_end(CUstreamCaptureMode saved)
-{
-    if (fns.exchange_capture_mode)
-        fns.exchange_capture_mode(&saved);
-}
-
 /* One driver call of the shim's own: depth raised, relaxed capture mode. */
 #define SHIM_CALL(result, call)                                                                        \
     do {                                                                                               \
         CUstreamCaptureMode saved_;                                                                    \
         pinshim_enter();                                                                               \
-        pool_relaxed_begin(&saved_);                                                                   \
+        real_relaxed_begin(&saved_);                                                                   \
         result = (call);                                                                               \
-        pool_relaxed_end(saved_);                                                                      \
+        real_relaxed_end(saved_);                                                                      \
         pinshim_leave();                                                                               \
     } while (0)
 
@@ -221,6 +208,28 @@ static void grow_done(void)
     pthread_cond_broadcast(&chunk_returned);
 }
 
+static void give_back(struct pool_chunk *c);
+
+/* Times the link with one free chunk of dev's slab, taken out of the free list meanwhile (lock held
+ * on entry and on return). */
+static void probe_with_one_chunk(int dev)
+{
+    struct pool_chunk *prev = NULL, *c = free_head;
+    while (c && (c->device != dev || c->pending)) {
+        prev = c;
+        c = c->next;
+    }
+    if (!c)
+        return;
+    probed[dev] = true;
+    pop_free(c, prev);
+    in_use_bytes += c->bytes;
+    pthread_mutex_unlock(&lock);
+    linkprobe_run(dev, c->ptr, c->bytes);
+    give_back(c); /* takes the lock */
+    pthread_mutex_lock(&lock);
+}
+
 /* Background growth: cuMemHostAlloc takes milliseconds (35 ms for 64 MiB on the H200), so by
  * default no copy waits for it. Meanwhile copies pass through (first slab) or use what exists. */
 static void *grow_thread(void *arg)
@@ -229,13 +238,16 @@ static void *grow_thread(void *arg)
     pinshim_enter(); /* the shim's own driver calls: never counted, never re-wrapped */
     pthread_mutex_lock(&lock);
     CUcontext ctx = shim_context(dev);
+    bool grew = false;
     if (ctx) {
         CUresult r;
         SHIM_CALL(r, fns.ctx_set_current(ctx));
         if (r == CUDA_SUCCESS)
-            grow(dev, true);
+            grew = grow(dev, true);
     }
     grow_done();
+    if (grew && pinshim_policy.link_probe && !probed[dev])
+        probe_with_one_chunk(dev); /* unlocks while it runs; staging meanwhile uses the other chunks */
     pthread_mutex_unlock(&lock);
     return NULL;
 }
@@ -273,6 +285,8 @@ static CUresult chunk_event(struct pool_chunk *c)
     c->event = NULL;
     r = fns.event_create(&c->event, CU_EVENT_DISABLE_TIMING);
     c->event_ctx = r == CUDA_SUCCESS ? ctx : NULL;
+    if (r != CUDA_SUCCESS || fns.ctx_get_device(&c->event_dev) != CUDA_SUCCESS)
+        c->event_dev = -1;
     return r;
 }
 
@@ -417,6 +431,24 @@ void pool_release_idle(struct pool_chunk *c)
 {
     c->pending = false;
     give_back(c);
+}
+
+void pool_forget_context(CUcontext ctx, CUdevice dev)
+{
+    pthread_mutex_lock(&lock);
+    for (struct pool_chunk *c = free_head; c; c = c->next) {
+        if (!c->event || !(ctx ? c->event_ctx == ctx : c->event_dev == dev))
+            continue;
+        CUresult r;
+        if (c->pending)
+            SHIM_CALL(r, fns.event_sync(c->event));
+        SHIM_CALL(r, fns.event_destroy(c->event));
+        (void)r; /* nothing to do about it: the context goes either way */
+        c->event = NULL;
+        c->event_ctx = NULL;
+        c->pending = false;
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 void pool_drop_device(CUdevice dev)

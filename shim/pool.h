@@ -26,6 +26,7 @@ struct pool_chunk {
     size_t bytes;
     CUevent event;      /* recorded behind the chunk's last DMA (NULL until first needed) */
     CUcontext event_ctx;
+    CUdevice event_dev;  /* that context's device */
     CUstream stream;    /* where that DMA ran */
     bool pending;       /* event recorded and maybe not complete */
     CUdevice device;    /* whose primary context holds the slab */
@@ -61,9 +62,12 @@ size_t pool_chunk_bytes(void);
 /* The program resets a device's primary context: forget the slabs it holds (they are freed). */
 void pool_drop_device(CUdevice dev);
 
-/* Runs a driver call of the shim's own in relaxed capture mode (see above): begin, call, end. */
-void pool_relaxed_begin(CUstreamCaptureMode *saved);
-void pool_relaxed_end(CUstreamCaptureMode saved);
+/* A context is about to be destroyed (ctx), or device dev's primary context reset (ctx NULL): the
+ * events of free chunks created there are waited for and destroyed while it still exists (the
+ * real driver crashed on an event of a destroyed context: H200, driver 580). A chunk in use at that
+ * moment keeps its event (a program destroying a context another thread copies in is wrong). */
+void pool_forget_context(CUcontext ctx, CUdevice dev);
+
 
 struct pool_stats {
     uint64_t pool_bytes, high_water_bytes, chunk_reuses, acquires, wait_ns;

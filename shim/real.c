@@ -70,3 +70,18 @@ bool real_stream_capturing(CUstream stream)
     pinshim_leave();
     return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
+
+void real_relaxed_begin(CUstreamCaptureMode *saved)
+{
+    static void *slot;
+    CUresult (*exchange)(CUstreamCaptureMode *) =
+        (CUresult(*)(CUstreamCaptureMode *))real_driver_symbol_cached(&slot, "cuThreadExchangeStreamCaptureMode");
+    *saved = CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (exchange)
+        exchange(saved);
+}
+
+void real_relaxed_end(CUstreamCaptureMode saved)
+{
+    real_relaxed_begin(&saved); /* exchanging back restores the thread's own mode */
+}

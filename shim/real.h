@@ -27,4 +27,9 @@ void *real_driver_symbol_cached(void **slot, const char *name);
  * cuStreamIsCapturing as not. */
 bool real_stream_capturing(CUstream stream);
 
+/* Around a driver call of the shim's own: the calling thread's stream-capture mode set to relaxed
+ * (so the call never invalidates a capture the thread is making), then restored. */
+void real_relaxed_begin(CUstreamCaptureMode *saved);
+void real_relaxed_end(CUstreamCaptureMode saved);
+
 #endif

@@ -2,10 +2,13 @@
  * Ownership: a record is in the table until a release detaches it; the detaching thread waits until
  * no copy or registration uses it (busy == 0), unregisters what it held, and frees it. A thread that
  * registers or evicts holds the record busy across its driver call, so nothing it uses goes away.
- * Registrations cover whole pages: the allocation's pages including the partial first and last
- * ones (glibc's large allocations start 16 bytes into a page, so the page-aligned interior would
- * leave the usual whole-buffer copy pageable); a partial page another registration already holds is
- * left out. Partial pages are safe to pin: the allocator never gives back a page holding live bytes. */
+ * Registrations cover only the allocation's whole pages (its page-aligned interior). The real driver
+ * refuses a copy whose host range starts inside a registration and runs past its end (measured on
+ * an H100 and an H200, FACTS.md), so pinning a partial page shared with a heap neighbour would make
+ * the neighbour's own copies fail. Inside the allocation, a copy that reaches past the interior is
+ * cut at the registration's edges by the copy path (copy_split.h); any other copy that would start
+ * inside a registration and run past it makes the cache drop that registration first
+ * (regcache_clear_edges). */
 #define _GNU_SOURCE
 #include "regcache.h"
 
@@ -30,9 +33,9 @@ static uintptr_t page_bytes;
 static uint64_t registered_now, registered_high, lru_clock;
 
 /* Counters, relaxed atomics. */
-enum release_why { WHY_FREE, WHY_UNMAP, WHY_DISCARD, WHY_EVICT, WHY_PROGRAM, WHY_STALE, WHY_COUNT };
-static const char *const why_names[WHY_COUNT] = {"free", "munmap", "madvise", "evicted", "program_register",
-                                                 "stale"};
+enum release_why { WHY_FREE, WHY_UNMAP, WHY_DISCARD, WHY_EVICT, WHY_PROGRAM, WHY_STALE, WHY_EDGE, WHY_COUNT };
+static const char *const why_names[WHY_COUNT] = {"free",  "munmap", "madvise", "evicted", "program_register",
+                                                 "stale", "edge"};
 static uint64_t n_registered, bytes_registered, n_refused, n_waits, n_released[WHY_COUNT], n_tracked;
 static int live_registrations;
 
@@ -70,9 +73,12 @@ static CUresult driver_register(uintptr_t lo, size_t len)
     fn_register f = (fn_register)real_driver_symbol_cached(&slot, "cuMemHostRegister_v2");
     if (!f)
         return CUDA_ERROR_NOT_FOUND;
+    CUstreamCaptureMode saved;
     in_cache++;
     pinshim_enter();
+    real_relaxed_begin(&saved); /* never disturb a capture the calling thread is making */
     CUresult r = f((void *)lo, len, CU_MEMHOSTREGISTER_PORTABLE);
+    real_relaxed_end(saved);
     pinshim_leave();
     in_cache--;
     return r;
@@ -84,9 +90,12 @@ static void driver_unregister(uintptr_t lo, enum release_why why)
     fn_unregister f = (fn_unregister)real_driver_symbol_cached(&slot, "cuMemHostUnregister");
     if (!f)
         return;
+    CUstreamCaptureMode saved;
     in_cache++;
     pinshim_enter();
+    real_relaxed_begin(&saved);
     CUresult r = f((void *)lo);
+    real_relaxed_end(saved);
     pinshim_leave();
     in_cache--;
     __atomic_sub_fetch(&live_registrations, 1, __ATOMIC_RELAXED);
@@ -145,7 +154,7 @@ static void drop_registration_locked(struct alloc_rec *r, enum release_why why)
     driver_unregister(r->reg_lo, why);
     alloc_table_lock();
     registered_now -= reg_len(r);
-    r->state = REG_NONE;
+    r->state = why == WHY_EDGE ? REG_REFUSED : REG_NONE; /* an edge drop would only repeat */
     r->copies = 0;
     r->busy--;
     alloc_table_broadcast();
@@ -167,18 +176,14 @@ void regcache_on_free(uintptr_t base)
 
 struct first_hit {
     uintptr_t lo, hi;
-    bool allocation_only; /* overlap of the allocation itself, not only its registered pages */
     struct alloc_rec *r;
 };
 
 static void take_first(struct alloc_rec *r, void *arg)
 {
     struct first_hit *h = arg;
-    if (h->r)
-        return;
-    if (h->allocation_only && !(r->base < h->hi && h->lo < r->base + r->size))
-        return;
-    h->r = r;
+    if (!h->r)
+        h->r = r;
 }
 
 /* Releases every record overlapping [lo, hi); mmap regions keep what lies outside as new records. */
@@ -187,7 +192,7 @@ void regcache_on_unmap(uintptr_t lo, uintptr_t hi)
     if (regcache_busy_here() || lo >= hi)
         return;
     for (;;) {
-        struct first_hit h = {lo, hi, false, NULL};
+        struct first_hit h = {lo, hi, NULL};
         alloc_table_lock();
         alloc_table_each_overlapping(lo, hi, take_first, &h);
         if (!h.r) {
@@ -195,11 +200,6 @@ void regcache_on_unmap(uintptr_t lo, uintptr_t hi)
             return;
         }
         struct alloc_rec *r = h.r;
-        if (!(r->base < hi && lo < r->base + r->size)) {
-            /* only its registered partial page is being unmapped: drop the registration */
-            drop_registration_locked(r, WHY_UNMAP);
-            continue;
-        }
         uintptr_t base = r->base, end = r->base + r->size;
         enum alloc_origin origin = r->origin;
         release_record_locked(r, WHY_UNMAP);
@@ -254,7 +254,7 @@ void regcache_on_alloc(uintptr_t base, size_t size, enum alloc_origin origin)
         return;
     count(&n_tracked, 1);
     for (;;) { /* records overlapping the new allocation are stale: their memory was given back unseen */
-        struct first_hit h = {base, base + size, true, NULL};
+        struct first_hit h = {base, base + size, NULL};
         alloc_table_lock();
         alloc_table_each_overlapping(base, base + size, take_first, &h);
         if (!h.r)
@@ -290,16 +290,11 @@ void regcache_view(struct copy *c)
     }
 }
 
-/* The range to register for r: its pages, minus a partial end page another registration holds. */
+/* The range to register for r: its whole pages only (see the top of this file). */
 static bool registration_range(const struct alloc_rec *r, uintptr_t *lo, uintptr_t *hi)
 {
-    uintptr_t end = r->base + r->size;
-    *lo = r->base / page_bytes * page_bytes;
-    *hi = (end + page_bytes - 1) / page_bytes * page_bytes;
-    if (*lo < r->base && alloc_table_registration_overlapping(*lo, *lo + page_bytes))
-        *lo += page_bytes;
-    if (*hi > end && alloc_table_registration_overlapping(*hi - page_bytes, *hi))
-        *hi -= page_bytes;
+    *lo = (r->base + page_bytes - 1) / page_bytes * page_bytes;
+    *hi = (r->base + r->size) / page_bytes * page_bytes;
     return *hi > *lo;
 }
 
@@ -393,10 +388,10 @@ bool regcache_direct(struct copy *c)
     r->busy++;
     if (r->state == REG_NONE && hi <= r->base + r->size && ++r->copies >= register_after)
         register_locked(r);
-    bool direct = r->state == REG_REGISTERED && !r->detached && r->reg_lo <= lo && hi <= r->reg_hi;
+    bool direct = r->state == REG_REGISTERED && !r->detached && r->reg_lo < hi && lo < r->reg_hi;
     if (direct) {
         r->last_use = ++lru_clock;
-        c->reg_rec = r; /* stays busy until regcache_after_copy */
+        c->reg_rec = r; /* stays busy until regcache_after_copy: reg_lo/reg_hi stay as they are */
         c->reg_overlap = true;
     } else {
         r->busy--;
@@ -412,12 +407,41 @@ bool regcache_stream_idle(const struct copy *c)
     return stream_call("cuStreamQuery", &slot, c->stream) == CUDA_SUCCESS;
 }
 
+bool regcache_direct_whole(const struct copy *c)
+{
+    uintptr_t lo = host_side(c);
+    return c->reg_rec && c->reg_rec->reg_lo <= lo && lo + c->bytes <= c->reg_rec->reg_hi;
+}
+
+void regcache_direct_range(const struct copy *c, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = c->reg_rec->reg_lo;
+    *hi = c->reg_rec->reg_hi;
+}
+
+void regcache_clear_edges(uintptr_t lo, uintptr_t hi)
+{
+    if (lo >= hi || !__atomic_load_n(&live_registrations, __ATOMIC_RELAXED) || regcache_busy_here())
+        return;
+    for (;;) {
+        alloc_table_lock();
+        struct alloc_rec *r = alloc_table_registration_overlapping(lo, lo + 1);
+        if (!r || r->state != REG_REGISTERED || hi <= r->reg_hi) {
+            alloc_table_unlock();
+            return;
+        }
+        drop_registration_locked(r, WHY_EDGE); /* unlocks */
+    }
+}
+
 void regcache_after_copy(struct copy *c, CUresult result)
 {
-    if (c->reg_overlap && c->async && result == CUDA_SUCCESS && c->action != ACTION_STAGED &&
-        !real_stream_capturing(c->stream)) {
+    /* pageable semantics for an async copy of memory the cache pinned: complete on return */
+    bool must_wait = c->reg_overlap && c->async && result == CUDA_SUCCESS && c->action != ACTION_STAGED;
+    if (must_wait && (c->completed || !real_stream_capturing(c->stream))) {
         static void *slot;
-        stream_call("cuStreamSynchronize", &slot, c->stream); /* pageable semantics: complete on return */
+        if (!c->completed) /* a copy cut at the registration's edges has waited already */
+            stream_call("cuStreamSynchronize", &slot, c->stream);
         count(&n_waits, 1);
     }
     if (c->reg_rec) {

@@ -43,8 +43,16 @@ void regcache_on_program_register(uintptr_t p, size_t bytes);
 /* In copy_describe: a side inside a registration of the cache is pageable to the program. */
 void regcache_view(struct copy *c);
 /* Counts the copy against its allocation and may register it; true when the copy can go to the
- * driver directly (its host range is inside a registration of the cache, held until after_copy). */
+ * driver directly: its host range overlaps a registration of the cache, held until after_copy. */
 bool regcache_direct(struct copy *c);
+/* After regcache_direct() said yes: whether the copy's host range lies wholly inside the registration
+ * (one driver call), or only partly (the copy is cut at its edges: copy_split.h), and its bounds. */
+bool regcache_direct_whole(const struct copy *c);
+void regcache_direct_range(const struct copy *c, uintptr_t *lo, uintptr_t *hi);
+/* A copy whose host range is [lo, hi) is about to go to the driver as it is: if it starts inside a
+ * registration of the cache and runs past its end (which the real driver refuses), that
+ * registration is dropped first and never made again. Cheap when nothing is registered. */
+void regcache_clear_edges(uintptr_t lo, uintptr_t hi);
 /* For an async H2D about to go direct: whether its stream is idle (otherwise staging is preferred). */
 bool regcache_stream_idle(const struct copy *c);
 /* After the driver call: completes what the program believes pageable, releases the registration. */

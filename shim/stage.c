@@ -6,6 +6,7 @@
 #include "common.h"
 #include "driver.h"
 #include "driver_shapes.h"
+#include "hugepage.h"
 #include "policy.h"
 #include "pool.h"
 #include "real.h"
@@ -161,6 +162,7 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
     unsigned head = 0, count = 0;
     size_t next_off = 0;
     CUresult status = CUDA_SUCCESS;
+    hugepage_advise_write(dst, bytes); /* fresh destinations: fewer first-touch faults */
     while (next_off < bytes || count > 0) {
         /* enqueue as many DMAs as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < D2H_WINDOW) {

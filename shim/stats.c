@@ -14,6 +14,7 @@
 #include "common.h"
 #include "driver.h"
 #include "guard.h"
+#include "linkrate.h"
 #include "pool.h"
 #include "regcache.h"
 
@@ -236,6 +237,31 @@ static void write_staging_text(struct out *o, int pid)
     }
 }
 
+/* ,"link":[{"device":0,"h2d_gbps":..,"d2h_gbps":..}] for the devices the pool's probe measured. */
+static void write_link_json(struct out *o)
+{
+    bool first = true;
+    for (int d = 0; d < LINKRATE_MAX_DEVICES; d++) {
+        double h2d = linkrate_get(d, LINK_H2D), d2h = linkrate_get(d, LINK_D2H);
+        if (!h2d)
+            continue;
+        outf(o, "%s{\"device\":%d,\"h2d_gbps\":%.2f,\"d2h_gbps\":%.2f}", first ? ",\"link\":[" : ",", d, h2d, d2h);
+        first = false;
+    }
+    if (!first)
+        outf(o, "]");
+}
+
+static void write_link_text(struct out *o, int pid)
+{
+    for (int d = 0; d < LINKRATE_MAX_DEVICES; d++) {
+        double h2d = linkrate_get(d, LINK_H2D), d2h = linkrate_get(d, LINK_D2H);
+        if (h2d)
+            outf(o, "==%d== link: device %d, pinned copies measured at %.2f GB/s H2D and %.2f GB/s D2H (link_probe, "
+                    "with the pool's memory)\n", pid, d, h2d, d2h);
+    }
+}
+
 static const char *const sync_calls[] = {"cuStreamSynchronize", "cuStreamQuery", "cuCtxSynchronize",
                                          "cuEventSynchronize", "cuEventQuery", "cuEventRecord",
                                          "cuEventRecordWithFlags"};
@@ -265,6 +291,7 @@ static void write_json(struct out *o)
                 }
     outf(o, "],\"failed_copies\":%llu", (unsigned long long)get(&failed_copies));
     write_staging_json(o);
+    write_link_json(o);
     char reg[1024];
     if (regcache_summary_json(reg, sizeof reg)) /* ,"registration":{...} with pin-on-reuse on */
         outf(o, "%s", reg);
@@ -326,6 +353,7 @@ static void write_text(struct out *o)
         outf(o, "==%d== failed copies (driver returned an error, passed to the program): %llu\n", pid,
              (unsigned long long)failed);
     write_staging_text(o, pid);
+    write_link_text(o, pid);
     char reg[512];
     if (regcache_summary_text(reg, sizeof reg))
         outf(o, "%s", reg);

@@ -411,8 +411,10 @@ FK_ENTRY(cuDevicePrimaryCtxReset_v2, (CUdevice dev))
     return r;
   pthread_mutex_lock(&fk_lock);
   fk_ctx *c = primary_ctx[dev];
-  if (c)
+  if (c) {
     c->retains = 0;
+    c->resets++;
+  }
   pthread_mutex_unlock(&fk_lock);
   if (c)
     fk_sync_ctx(c);

@@ -75,6 +75,7 @@ struct fk_ctx {
   int primary;            /* the device's primary context */
   int retains;            /* primary: cuDevicePrimaryCtxRetain count */
   int destroyed;
+  unsigned resets;        /* primary: cuDevicePrimaryCtxReset count (its events die at each) */
   fk_stream *streams;     /* every live stream of the context, legacy one included */
   fk_stream *legacy;      /* the legacy default stream */
   CUresult sticky;        /* first asynchronous error (a DMA fault), returned by synchronizations */
@@ -171,6 +172,8 @@ struct fk_stream {
 struct fk_event {
   unsigned flags;
   int refs;
+  fk_ctx *ctx;                /* current at creation: the event dies with it (destroy or reset) */
+  unsigned ctx_resets;
   uint64_t rec_gen, done_gen; /* recorded generation, last generation the stream reached */
   uint64_t stamp_ns;          /* when done_gen was reached */
 };
