@@ -1,4 +1,6 @@
 # pinshim: make | make test | make demo | make gpu-test | make bench | make bench-workloads | make conformance | make install PREFIX=...
+# make demo and make test first run scripts/install-deps.sh, which installs the Debian packages they
+# need (as root) or names them and the apt-get line (otherwise); make deps runs its build check alone.
 CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
 CC        ?= gcc
@@ -25,7 +27,7 @@ PROG_SRC  := $(wildcard tests/progs/*.c)
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so
 
-.PHONY: all fakecuda test-build test demo gpu-test bench bench-workloads install clean conformance
+.PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads install clean conformance
 all: $(BUILD)/libpinshim.so
 
 vpath %.c shim policy $(BUILD)/gen
@@ -78,12 +80,17 @@ $(CONF): $(CONF_SRC) tests/conformance/conform.h tests/progs/testutil.h
 
 test-build: all $(FAKE_LIB) $(PROGS) $(TEST_LIBS) $(CONF)
 
+deps:
+	CC="$(CC)" CUDA_HOME="$(CUDA_HOME)" sh scripts/install-deps.sh build
+
+# The packages come first: a parallel make must not start compiling before they are there.
 test:
-	sh scripts/install-test-deps.sh
+	CC="$(CC)" CUDA_HOME="$(CUDA_HOME)" sh scripts/install-deps.sh test
 	$(MAKE) test-build
 	bats tests/bats
 
-demo: all $(FAKE_LIB) $(BUILD)/tests/demo
+demo: deps
+	$(MAKE) all $(FAKE_LIB) $(BUILD)/tests/demo
 	sh scripts/demo.sh
 
 # The conformance suite on the system's driver (the fake where there is no GPU), with and without
@@ -115,7 +122,8 @@ install: all
 	install -m 0644 $(PRESETS) $(DESTDIR)$(PREFIX)/share/pinshim/policy/
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report
 	install -m 0755 scripts/pinshim scripts/pinshim-report $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 scripts/pinshim_report/*.py $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report/
+	install -m 0644 scripts/pinshim_report/*.py scripts/pinshim_report/*.schema.json \
+	    $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report/
 	install -m 0644 policy/keys.h $(DESTDIR)$(PREFIX)/share/pinshim/
 
 clean:
