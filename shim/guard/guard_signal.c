@@ -1,0 +1,393 @@
+/* guard_signal.c: the guard's SIGSEGV handler and the sigaction/signal interposition that keeps
+ * it first (see guard.h). Once installed (at the first guarded copy), the kernel holds the shim's
+ * handler for SIGSEGV and SIGBUS; the program's sigaction/signal calls for them only change the
+ * recorded "program action", and read back what the program set, as if the shim were not there.
+ * A fault that is not the guard's is delivered to the recorded action the way the kernel would
+ * have: the handler's sa_mask (plus the signal unless SA_NODEFER) blocked around the call,
+ * SA_RESETHAND honoured, SA_SIGINFO or not; SIG_DFL (or SIG_IGN, which the kernel does not honour
+ * for a fault) restores SIG_DFL and returns, so the fault repeats and the process dies of it with
+ * a core, as it would have. Also here: the access's stack and the module table naming its frames. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "base/common.h"
+#include "base/real.h"
+#include "guard.h"
+
+#define GUARD_MODULES 512 /* loaded objects named in reports; later ones show as bare addresses */
+
+typedef int (*fn_sigaction)(int, const struct sigaction *, struct sigaction *);
+typedef sighandler_t (*fn_signal)(int, sighandler_t);
+
+static fn_sigaction real_sigaction_fn;
+static fn_signal real_signal_fn;
+
+static const int guard_signals[2] = {SIGSEGV, SIGBUS};
+static struct sigaction program_action[2]; /* what the program set, under action_lock */
+static int installed;
+static int action_lock; /* a spin flag taken with every signal blocked */
+
+static int signal_index(int sig)
+{
+    for (int k = 0; k < 2; k++)
+        if (guard_signals[k] == sig)
+            return k;
+    return -1;
+}
+
+static void resolve(void)
+{
+    if (__atomic_load_n(&real_sigaction_fn, __ATOMIC_ACQUIRE) || real_dlsym_ready() != 0)
+        return;
+    __atomic_store_n(&real_signal_fn, (fn_signal)pinshim_real_dlsym(RTLD_NEXT, "signal"), __ATOMIC_RELEASE);
+    __atomic_store_n(&real_sigaction_fn, (fn_sigaction)pinshim_real_dlsym(RTLD_NEXT, "sigaction"), __ATOMIC_RELEASE);
+}
+
+void guard_signal_init(void) { resolve(); }
+
+/* Blocks every signal and takes the action lock (writers); the reverse. */
+static void lock_actions(sigset_t *saved)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, saved);
+    while (__atomic_exchange_n(&action_lock, 1, __ATOMIC_ACQUIRE))
+        ;
+}
+
+static void unlock_actions(const sigset_t *saved)
+{
+    __atomic_store_n(&action_lock, 0, __ATOMIC_RELEASE);
+    pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+PINSHIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    resolve();
+    if (!real_sigaction_fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int k = signal_index(sig);
+    if (k < 0)
+        return real_sigaction_fn(sig, act, old);
+    sigset_t saved;
+    lock_actions(&saved); /* also orders this call against the installation */
+    if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE)) {
+        int r = real_sigaction_fn(sig, act, old), e = errno;
+        unlock_actions(&saved);
+        errno = e;
+        return r;
+    }
+    struct sigaction previous = program_action[k];
+    if (act)
+        program_action[k] = *act;
+    unlock_actions(&saved);
+    if (old)
+        *old = previous;
+    return 0;
+}
+
+PINSHIM_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+    resolve();
+    if (signal_index(sig) < 0 || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE)) {
+        if (!real_signal_fn) {
+            errno = ENOSYS;
+            return SIG_ERR;
+        }
+        return real_signal_fn(sig, handler);
+    }
+    /* glibc's signal(): BSD semantics, the signal blocked in its handler, calls restarted. */
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, sig);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(sig, &sa, &old) != 0)
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+/* Hands a signal that is not the guard's to the program's recorded action. */
+static void deliver_to_program(int sig, siginfo_t *si, void *uc)
+{
+    int k = signal_index(sig);
+    sigset_t saved;
+    lock_actions(&saved);
+    struct sigaction pa = program_action[k];
+    if ((pa.sa_flags & SA_RESETHAND) && pa.sa_handler != SIG_DFL && pa.sa_handler != SIG_IGN) {
+        memset(&program_action[k], 0, sizeof program_action[k]);
+        program_action[k].sa_handler = SIG_DFL;
+    }
+    unlock_actions(&saved);
+    bool kernel_fault = si && si->si_code > 0;
+    if (pa.sa_handler == SIG_DFL || (pa.sa_handler == SIG_IGN && kernel_fault)) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        real_sigaction_fn(sig, &dfl, NULL);
+        if (!kernel_fault) /* sent, not a fault: send it again, now to the default action */
+            raise(sig);
+        return; /* a fault repeats on return and now kills the process, with a core */
+    }
+    if (pa.sa_handler == SIG_IGN)
+        return;
+    sigset_t mask = pa.sa_mask, before;
+    if (!(pa.sa_flags & SA_NODEFER))
+        sigaddset(&mask, sig);
+    pthread_sigmask(SIG_BLOCK, &mask, &before);
+    if (pa.sa_flags & SA_SIGINFO)
+        pa.sa_sigaction(sig, si, uc);
+    else
+        pa.sa_handler(sig);
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+}
+
+static void on_fault(int sig, siginfo_t *si, void *ucv)
+{
+    int saved_errno = errno;
+    if (sig == SIGSEGV && si && si->si_code == SEGV_ACCERR) {
+        enum guard_access access = GUARD_READ;
+#if defined(__x86_64__)
+        const ucontext_t *uc = ucv;
+        if (uc->uc_mcontext.gregs[REG_ERR] & 2) /* page-fault error code: bit 1 = write access */
+            access = GUARD_WRITE;
+#endif
+        if (guard_fault((uintptr_t)si->si_addr, access, ucv)) {
+            errno = saved_errno;
+            return;
+        }
+    }
+    deliver_to_program(sig, si, ucv);
+    errno = saved_errno;
+}
+
+/* --- the access's stack --- */
+
+typedef _Unwind_Reason_Code (*fn_unwind_backtrace)(_Unwind_Trace_Fn, void *);
+typedef _Unwind_Ptr (*fn_unwind_getip)(struct _Unwind_Context *);
+static fn_unwind_backtrace unwind_backtrace;
+static fn_unwind_getip unwind_getip;
+
+struct walk {
+    uintptr_t *frames;
+    int n, max;
+};
+
+static _Unwind_Reason_Code walk_step(struct _Unwind_Context *ctx, void *arg)
+{
+    struct walk *w = arg;
+    if (w->n >= w->max)
+        return _URC_END_OF_STACK;
+    uintptr_t ip = (uintptr_t)unwind_getip(ctx);
+    if (ip)
+        w->frames[w->n++] = ip;
+    return _URC_NO_REASON;
+}
+
+static int raw_stack(uintptr_t *frames, int max)
+{
+    if (!unwind_backtrace)
+        return 0;
+    struct walk w = {frames, 0, max};
+    unwind_backtrace(walk_step, &w);
+    return w.n;
+}
+
+static uintptr_t shim_lo, shim_hi; /* the shim's own text, left out of stacks */
+
+static bool in_shim(uintptr_t pc) { return pc >= shim_lo && pc < shim_hi; }
+
+int guard_stack_here(uintptr_t *frames, int max)
+{
+    uintptr_t all[64];
+    int n = raw_stack(all, 64), out = 0;
+    for (int i = 0; i < n && out < max; i++)
+        if (!in_shim(all[i]) || out > 0)
+            frames[out++] = all[i];
+    return out;
+}
+
+int guard_stack_signal(const void *ucv, uintptr_t *frames, int max)
+{
+    if (max <= 0)
+        return 0;
+    uintptr_t pc = 0;
+#if defined(__x86_64__)
+    pc = (uintptr_t)((const ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+#endif
+    frames[0] = pc;
+    uintptr_t all[64];
+    int n = raw_stack(all, 64), out = 1;
+    int start = -1;
+    for (int i = 0; i < n; i++)
+        if (all[i] == pc || all[i] == pc + 1) {
+            start = i + 1;
+            break;
+        }
+    for (int i = start; start >= 0 && i < n && out < max; i++)
+        frames[out++] = all[i];
+    return out;
+}
+
+/* --- the module table: built outside the handler, read by it (two tables, one current) --- */
+
+struct module {
+    uintptr_t lo, hi, base;
+    char name[64];
+};
+
+static struct module modules[2][GUARD_MODULES];
+static int module_count[2];
+static int module_current;
+static unsigned long long module_adds = ~0ull;
+
+static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(unsigned long long *)arg = info->dlpi_adds;
+    return 1;
+}
+
+static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    int t = *(int *)arg;
+    if (module_count[t] >= GUARD_MODULES)
+        return 0;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+        lo = a < lo ? a : lo;
+        hi = b > hi ? b : hi;
+    }
+    if (lo >= hi)
+        return 0;
+    struct module *m = &modules[t][module_count[t]++];
+    m->lo = lo;
+    m->hi = hi;
+    m->base = info->dlpi_addr;
+    const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : program_invocation_name;
+    const char *slash = strrchr(name, '/');
+    snprintf(m->name, sizeof m->name, "%s", slash ? slash + 1 : name);
+    return 0;
+}
+
+void guard_modules_refresh(void)
+{
+    unsigned long long adds = 0;
+    dl_iterate_phdr(count_adds, &adds);
+    if (adds == module_adds)
+        return;
+    int t = 1 - __atomic_load_n(&module_current, __ATOMIC_ACQUIRE);
+    module_count[t] = 0;
+    dl_iterate_phdr(add_module, &t);
+    __atomic_store_n(&module_current, t, __ATOMIC_RELEASE);
+    module_adds = adds;
+}
+
+static void append(char *buf, size_t len, size_t *pos, const char *s, size_t n)
+{
+    if (*pos + n > len)
+        n = len - *pos;
+    memcpy(buf + *pos, s, n);
+    *pos += n;
+}
+
+static void append_hex(char *buf, size_t len, size_t *pos, uintptr_t v)
+{
+    char tmp[20];
+    size_t n = sizeof tmp;
+    do {
+        tmp[--n] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    append(buf, len, pos, "0x", 2);
+    append(buf, len, pos, tmp + n, sizeof tmp - n);
+}
+
+void guard_module_name(char *buf, size_t len, size_t *pos, uintptr_t addr)
+{
+    int t = __atomic_load_n(&module_current, __ATOMIC_ACQUIRE);
+    append(buf, len, pos, " ", 1);
+    append_hex(buf, len, pos, addr);
+    for (int i = 0; i < module_count[t]; i++) {
+        const struct module *m = &modules[t][i];
+        if (addr >= m->lo && addr < m->hi) {
+            append(buf, len, pos, " (", 2);
+            append(buf, len, pos, m->name, strlen(m->name));
+            append(buf, len, pos, "+", 1);
+            append_hex(buf, len, pos, addr - m->base);
+            append(buf, len, pos, ")", 1);
+            return;
+        }
+    }
+}
+
+/* --- installation --- */
+
+static void prepare_unwinder(void)
+{
+    void *frames[2];
+    backtrace(frames, 2); /* loads libgcc_s now, outside any handler */
+    void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (gcc && real_dlsym_ready() == 0) {
+        unwind_getip = (fn_unwind_getip)pinshim_real_dlsym(gcc, "_Unwind_GetIP");
+        unwind_backtrace = unwind_getip ? (fn_unwind_backtrace)pinshim_real_dlsym(gcc, "_Unwind_Backtrace") : NULL;
+    }
+    Dl_info self;
+    if (dladdr((void *)prepare_unwinder, &self)) {
+        shim_lo = (uintptr_t)self.dli_fbase;
+        shim_hi = shim_lo;
+        /* the shim's extent: the module table has it */
+        guard_modules_refresh();
+        int t = __atomic_load_n(&module_current, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < module_count[t]; i++)
+            if (modules[t][i].lo <= (uintptr_t)prepare_unwinder && (uintptr_t)prepare_unwinder < modules[t][i].hi) {
+                shim_lo = modules[t][i].lo;
+                shim_hi = modules[t][i].hi;
+            }
+    }
+}
+
+bool guard_signal_install(void)
+{
+    if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
+        return true;
+    resolve();
+    if (!real_sigaction_fn)
+        return false;
+    prepare_unwinder();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sigemptyset(&sa.sa_mask);
+    /* NODEFER: the program's handler, called from ours, gets exactly the mask it asked for. */
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+    sigset_t saved;
+    lock_actions(&saved);
+    bool ok = true;
+    for (int k = 0; k < 2 && ok; k++)
+        ok = real_sigaction_fn(guard_signals[k], NULL, &program_action[k]) == 0 &&
+             real_sigaction_fn(guard_signals[k], &sa, NULL) == 0;
+    if (ok)
+        __atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
+    unlock_actions(&saved);
+    return ok;
+}

@@ -1,0 +1,76 @@
+/* init.c: the shim's life cycle. The constructor loads the policy and installs the fork handler;
+ * everything CUDA-related is resolved lazily by the wrappers, so a program that never uses CUDA
+ * sees nothing. At exit the summary is written if the program used CUDA at all.
+ * fork: the child starts its own account and never calls the driver from the shim. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "base/common.h"
+#include "base/driver.h"
+#include "copy/entry.h"
+#include "guard/guard.h"
+#include "hostmem/memkind.h"
+#include "hostmem/regcache.h"
+#include "observe/advice.h"
+#include "observe/log.h"
+#include "observe/stats.h"
+#include "policy.h"
+#include "stage/pool.h"
+#include "stage/stage.h"
+#include "stage/workers.h"
+
+static time_t process_start;
+
+CUresult entry_missing(enum driver_entry_id id)
+{
+    static bool warned[ENTRY_COUNT];
+    if (!__atomic_exchange_n(&warned[id], true, __ATOMIC_RELAXED))
+        pinshim_warn("warning: %s was called but no CUDA driver providing it is loaded; returning "
+                     "CUDA_ERROR_NOT_FOUND", driver_entries[id].export_name);
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+static void on_fork_child(void)
+{
+    stats_reset();
+    memkind_forget_all();
+    memkind_allow_driver(false);
+    stage_forget();
+    pool_forget();
+    workers_forget();
+    log_fork_child();
+    guard_fork_child();
+    regcache_fork_child();
+}
+
+__attribute__((constructor)) static void pinshim_init(void)
+{
+    process_start = time(NULL);
+    policy_load();
+    regcache_configure(); /* from now on large allocations are tracked */
+    log_init(process_start); /* reports a bad log pattern now, not only at exit */
+    guard_init();
+    pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+static void write_exit_summary(void)
+{
+    if (!pinshim_policy.intercept || !stats_any_activity())
+        return;
+    if (log_finish()) /* PINSHIM_LOG's file got the summary record: nothing on stderr */
+        return;
+    if (pinshim_policy.summary == SUMMARY_NONE)
+        return;
+    bool json = pinshim_policy.summary == SUMMARY_JSON;
+    stats_write_summary(STDERR_FILENO, json);
+    if (!json)
+        advice_write_text(STDERR_FILENO);
+}
+
+__attribute__((destructor)) static void pinshim_fini(void)
+{
+    write_exit_summary();
+    guard_at_exit(); /* the guard's SUMMARY line last; may _exit(guard_exitcode) */
+}
