@@ -25,7 +25,7 @@ extern __thread int pinshim_depth __attribute__((tls_model("initial-exec")));
 
 /* The return address into the program (or the CUDA runtime) of the wrapper call being handled:
  * wrappers tail-call their handlers, so the handler's return address is the caller's. A cheap hint
- * for the call site; callsite.c unwinds only when it points into CUDA's own libraries. */
+ * for the call site; observe/callsite.c unwinds only when it points into CUDA's own libraries. */
 extern __thread uintptr_t pinshim_caller __attribute__((tls_model("initial-exec")));
 
 static inline void pinshim_enter(void) { pinshim_depth++; }

@@ -1,12 +1,9 @@
-/* driver.c: run-time state of the entry-point table (see driver.h) and the cuGetProcAddress
- * answer. The wrappers themselves are generated in driver_wrappers.c. */
+/* driver.c: run-time state of the entry-point table (see driver.h). */
 #include "driver.h"
 
-#include <cuda.h>
 #include <string.h>
 
 #include "common.h"
-#include "policy.h"
 #include "real.h"
 
 const struct driver_entry driver_entries[ENTRY_COUNT] = {
@@ -17,22 +14,9 @@ const struct driver_entry driver_entries[ENTRY_COUNT] = {
 
 static void *real_fns[ENTRY_COUNT];
 
-/* Defined in driver_wrappers.c, in table order. */
-extern void *const driver_wrapper_fns[ENTRY_COUNT];
-
-void *driver_wrapper(enum driver_entry_id id) { return driver_wrapper_fns[id]; }
-
-bool driver_is_wrapper(const void *fn)
-{
-    for (int i = 0; i < ENTRY_COUNT; i++)
-        if (driver_wrapper_fns[i] == fn)
-            return true;
-    return false;
-}
-
 void driver_set_real(enum driver_entry_id id, void *fn)
 {
-    if (!fn || driver_is_wrapper(fn))
+    if (!fn)
         return;
     void *expected = NULL;
     __atomic_compare_exchange_n(&real_fns[id], &expected, fn, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
@@ -73,21 +57,4 @@ int driver_find_query(const char *name, int version, uint64_t flags)
             return i;
     }
     return -1;
-}
-
-void driver_answer_query(const char *symbol, void **pfn, int version, uint64_t flags)
-{
-    if (!pfn || !*pfn || !pinshim_policy.intercept)
-        return;
-    int id = driver_find_query(symbol, version, flags);
-    if (id < 0 || driver_is_wrapper(*pfn))
-        return;
-    /* A version newer than the headers we were built with may carry a new ABI under the same
-     * name: wrap it only if the driver answered with the very symbol we know. */
-    if (version > CUDA_VERSION && *pfn != real_driver_symbol(driver_entries[id].export_name))
-        return;
-    /* If another route already fixed the row's real pointer, the wrapper keeps calling that one:
-     * both are the driver's function for the same (name, version, flavour). */
-    driver_set_real((enum driver_entry_id)id, *pfn);
-    *pfn = driver_wrapper_fns[id];
 }

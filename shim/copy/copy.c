@@ -3,16 +3,10 @@
 #include "copy.h"
 
 #include "guard/guard.h"
+#include "hostmem/memkind.h"
 #include "hostmem/regcache.h"
 #include "observe/log.h"
 #include "observe/stats.h"
-
-const char *const copy_dir_names[DIR_COUNT] = {"h2d", "d2h", "d2d", "h2h", "peer"};
-const char *const copy_action_names[ACTION_COUNT] = {"pass", "staged", "registered"};
-const char *const unstaged_reason_names[UNSTAGED_COUNT] = {"none", "below the staging threshold", "2D/3D/batch copy",
-                                                           "stream capture", "device side check", "no pinned memory",
-                                                           "pool being allocated", "pool busy on other streams",
-                                                           "forked child", "stage = off"};
 
 static bool side_is_host(enum host_kind k) { return memkind_is_host(k) || k == KIND_UNKNOWN; }
 
@@ -56,6 +50,6 @@ void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)
             stats_add_unstaged(c->unstaged, c->bytes);
     } else
         stats_add_failed_copy();
-    log_copy(c, result, host_ns); /* advice, call sites, per-transfer record (log.h) */
-    guard_after_copy(c, result);  /* protect an async D2H into pinned memory; a sync copy releases (guard.h) */
+    log_copy(c, result, host_ns); /* advice, call sites, per-transfer record (observe/log.h) */
+    guard_after_copy(c, result);  /* protect an async D2H into pinned memory; a sync copy releases (guard/guard.h) */
 }

@@ -24,21 +24,13 @@ static void clear_host_edges(const struct copy *c)
         regcache_clear_edges(c->dst, c->dst + c->bytes);
 }
 
-/* NULL means the default stream of the entry's flavour: name which one, for the record. */
-static CUstream effective_stream(enum driver_entry_id id, CUstream s)
-{
-    if (s)
-        return s;
-    return driver_entries[id].flavour == FLAVOUR_PTDS ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
-}
-
-#define TIMED_COPY(c, call)                                                                            \
-    do {                                                                                               \
-        log_copy_begin(&(c)); /* device timing of sampled copies (log.h) */                            \
-        uint64_t t0_ = pinshim_now_ns();                                                               \
-        result = (call);                                                                               \
-        regcache_after_copy(&(c), result); /* memory the cache pinned: complete an async copy */       \
-        copy_record(&(c), result, pinshim_now_ns() - t0_);                                             \
+#define TIMED_COPY(c, call)                                                                         \
+    do {                                                                                            \
+        log_copy_begin(&(c)); /* device timing of sampled copies (observe/log.h) */                 \
+        uint64_t t0_ = pinshim_now_ns();                                                            \
+        result = (call);                                                                            \
+        regcache_after_copy(&(c), result); /* memory the cache pinned: complete an async copy */    \
+        copy_record(&(c), result, pinshim_now_ns() - t0_);                                          \
     } while (0)
 
 /* Sends the copy directly when the registration cache has (just) pinned its host memory (cut at
@@ -46,23 +38,23 @@ static CUstream effective_stream(enum driver_entry_id id, CUstream s)
  * stream is staged if staging wants it (no wait behind other work); otherwise stages it or runs
  * `pass`, which may first make the cache drop a registration the copy would run out of.
  * Times and records every way. */
-#define TIMED_STAGED_COPY(c, stage_call, pass)                                                         \
-    do {                                                                                               \
-        log_copy_begin(&(c)); /* device timing of sampled copies (log.h) */                            \
-        uint64_t t0_ = pinshim_now_ns();                                                               \
-        if (regcache_direct(&(c))) {                                                                   \
+#define TIMED_STAGED_COPY(c, stage_call, pass)                                                      \
+    do {                                                                                            \
+        log_copy_begin(&(c)); /* device timing of sampled copies (observe/log.h) */                 \
+        uint64_t t0_ = pinshim_now_ns();                                                            \
+        if (regcache_direct(&(c))) {                                                                \
             if (!((c).async && (c).dir == DIR_H2D && !regcache_stream_idle(&(c)) && stage_wanted(&(c)) && \
-                  (stage_call))) {                                                                     \
-                (c).action = ACTION_REGISTERED;                                                        \
-                (c).unstaged = UNSTAGED_NONE;                                                          \
-                result = regcache_direct_whole(&(c)) ? (pass) : copy_split_at_registration(&(c));      \
-            }                                                                                          \
-        } else if (!(stage_wanted(&(c)) && (stage_call))) {                                            \
-            clear_host_edges(&(c));                                                                    \
-            result = (pass);                                                                           \
-        }                                                                                              \
-        regcache_after_copy(&(c), result);                                                             \
-        copy_record(&(c), result, pinshim_now_ns() - t0_);                                             \
+                  (stage_call))) {                                                                  \
+                (c).action = ACTION_REGISTERED;                                                     \
+                (c).unstaged = UNSTAGED_NONE;                                                       \
+                result = regcache_direct_whole(&(c)) ? (pass) : copy_split_at_registration(&(c));   \
+            }                                                                                       \
+        } else if (!(stage_wanted(&(c)) && (stage_call))) {                                         \
+            clear_host_edges(&(c));                                                                 \
+            result = (pass);                                                                        \
+        }                                                                                           \
+        regcache_after_copy(&(c), result);                                                          \
+        copy_record(&(c), result, pinshim_now_ns() - t0_);                                          \
     } while (0)
 
 /* Unified copies: stage whichever direction the pointers turned out to be. */
@@ -79,7 +71,7 @@ CUresult shape_unified(enum driver_entry_id id, SHAPE_unified_P)
     ENTRY_PROLOGUE(unified, dst, src, bytes);
     struct copy c;
     CUresult result;
-    copy_describe(&c, id, dst, KIND_UNKNOWN, src, KIND_UNKNOWN, bytes, effective_stream(id, NULL), false);
+    copy_describe(&c, id, dst, KIND_UNKNOWN, src, KIND_UNKNOWN, bytes, driver_stream(id, NULL), false);
     TIMED_STAGED_COPY(c, stage_unified(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes));
     return result;
 }
@@ -89,7 +81,7 @@ CUresult shape_unified_async(enum driver_entry_id id, SHAPE_unified_async_P)
     ENTRY_PROLOGUE(unified_async, dst, src, bytes, stream);
     struct copy c;
     CUresult result;
-    copy_describe(&c, id, dst, KIND_UNKNOWN, src, KIND_UNKNOWN, bytes, effective_stream(id, stream), true);
+    copy_describe(&c, id, dst, KIND_UNKNOWN, src, KIND_UNKNOWN, bytes, driver_stream(id, stream), true);
     TIMED_STAGED_COPY(c, stage_unified(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes, stream));
     return result;
 }
@@ -99,7 +91,7 @@ CUresult shape_htod(enum driver_entry_id id, SHAPE_htod_P)
     ENTRY_PROLOGUE(htod, dst, src, bytes);
     struct copy c;
     CUresult result;
-    copy_describe(&c, id, dst, KIND_DEVICE, (uintptr_t)src, KIND_UNKNOWN, bytes, effective_stream(id, NULL), false);
+    copy_describe(&c, id, dst, KIND_DEVICE, (uintptr_t)src, KIND_UNKNOWN, bytes, driver_stream(id, NULL), false);
     TIMED_STAGED_COPY(c, stage_h2d(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes));
     return result;
 }
@@ -109,7 +101,7 @@ CUresult shape_htod_async(enum driver_entry_id id, SHAPE_htod_async_P)
     ENTRY_PROLOGUE(htod_async, dst, src, bytes, stream);
     struct copy c;
     CUresult result;
-    copy_describe(&c, id, dst, KIND_DEVICE, (uintptr_t)src, KIND_UNKNOWN, bytes, effective_stream(id, stream), true);
+    copy_describe(&c, id, dst, KIND_DEVICE, (uintptr_t)src, KIND_UNKNOWN, bytes, driver_stream(id, stream), true);
     TIMED_STAGED_COPY(c, stage_h2d(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes, stream));
     return result;
 }
@@ -119,7 +111,7 @@ CUresult shape_dtoh(enum driver_entry_id id, SHAPE_dtoh_P)
     ENTRY_PROLOGUE(dtoh, dst, src, bytes);
     struct copy c;
     CUresult result;
-    copy_describe(&c, id, (uintptr_t)dst, KIND_UNKNOWN, src, KIND_DEVICE, bytes, effective_stream(id, NULL), false);
+    copy_describe(&c, id, (uintptr_t)dst, KIND_UNKNOWN, src, KIND_DEVICE, bytes, driver_stream(id, NULL), false);
     TIMED_STAGED_COPY(c, stage_d2h(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes));
     return result;
 }
@@ -129,7 +121,7 @@ CUresult shape_dtoh_async(enum driver_entry_id id, SHAPE_dtoh_async_P)
     ENTRY_PROLOGUE(dtoh_async, dst, src, bytes, stream);
     struct copy c;
     CUresult result;
-    copy_describe(&c, id, (uintptr_t)dst, KIND_UNKNOWN, src, KIND_DEVICE, bytes, effective_stream(id, stream), true);
+    copy_describe(&c, id, (uintptr_t)dst, KIND_UNKNOWN, src, KIND_DEVICE, bytes, driver_stream(id, stream), true);
     TIMED_STAGED_COPY(c, stage_d2h(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes, stream));
     return result;
 }
@@ -139,7 +131,7 @@ CUresult shape_dtod(enum driver_entry_id id, SHAPE_dtod_P)
     ENTRY_PROLOGUE(dtod, dst, src, bytes);
     struct copy c;
     CUresult result;
-    copy_describe(&c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, effective_stream(id, NULL), false);
+    copy_describe(&c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, driver_stream(id, NULL), false);
     TIMED_COPY(c, real(dst, src, bytes));
     return result;
 }
@@ -149,7 +141,7 @@ CUresult shape_dtod_async(enum driver_entry_id id, SHAPE_dtod_async_P)
     ENTRY_PROLOGUE(dtod_async, dst, src, bytes, stream);
     struct copy c;
     CUresult result;
-    copy_describe(&c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, effective_stream(id, stream), true);
+    copy_describe(&c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, driver_stream(id, stream), true);
     TIMED_COPY(c, real(dst, src, bytes, stream));
     return result;
 }
@@ -222,20 +214,20 @@ static void clear_edges_3d(const CUDA_MEMCPY3D *d)
 }
 
 /* A NULL descriptor is the driver's to reject: pass it through and count a failed copy. */
-#define PITCHED_COPY(describe, clear_edges, call, stream_arg, async_flag)                              \
-    do {                                                                                               \
-        if (!desc) {                                                                                   \
-            result = (call);                                                                           \
-            if (result != CUDA_SUCCESS)                                                                \
-                stats_add_failed_copy();                                                               \
-            return result;                                                                             \
-        }                                                                                              \
-        struct copy c;                                                                                 \
-        describe(&c, id, desc, effective_stream(id, stream_arg), async_flag);                          \
-        stage_mark_unsupported(&c);                                                                    \
-        if (c.reg_overlap)                                                                             \
-            clear_edges(desc);                                                                         \
-        TIMED_COPY(c, call);                                                                           \
+#define PITCHED_COPY(describe, clear_edges, call, stream_arg, async_flag)                           \
+    do {                                                                                            \
+        if (!desc) {                                                                                \
+            result = (call);                                                                        \
+            if (result != CUDA_SUCCESS)                                                             \
+                stats_add_failed_copy();                                                            \
+            return result;                                                                          \
+        }                                                                                           \
+        struct copy c;                                                                              \
+        describe(&c, id, desc, driver_stream(id, stream_arg), async_flag);                          \
+        stage_mark_unsupported(&c);                                                                 \
+        if (c.reg_overlap)                                                                          \
+            clear_edges(desc);                                                                      \
+        TIMED_COPY(c, call);                                                                        \
     } while (0)
 
 CUresult shape_m2d(enum driver_entry_id id, SHAPE_m2d_P)
@@ -273,7 +265,7 @@ CUresult shape_m3d_async(enum driver_entry_id id, SHAPE_m3d_async_P)
 static void describe_peer(struct copy *c, enum driver_entry_id id, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                           CUstream stream, bool async)
 {
-    copy_describe(c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, effective_stream(id, stream), async);
+    copy_describe(c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, driver_stream(id, stream), async);
     c->dir = DIR_PEER;
 }
 
@@ -312,7 +304,7 @@ static void record_batch(enum driver_entry_id id, CUdeviceptr *dsts, CUdeviceptr
         total += sizes[i];
     for (size_t i = 0; i < count; i++) {
         struct copy c;
-        copy_describe(&c, id, dsts[i], KIND_UNKNOWN, srcs[i], KIND_UNKNOWN, sizes[i], effective_stream(id, stream), true);
+        copy_describe(&c, id, dsts[i], KIND_UNKNOWN, srcs[i], KIND_UNKNOWN, sizes[i], driver_stream(id, stream), true);
         stage_mark_unsupported(&c);
         regcache_after_copy(&c, result); /* memory the cache pinned: the batch completes before return */
         uint64_t share = total ? (uint64_t)((double)host_ns * (double)sizes[i] / (double)total) : host_ns / count;

@@ -1,9 +1,10 @@
 /* driver_shapes.h: the signatures ("shapes") the wrapped entry points come in. For each shape S:
  * SHAPE_S_P is its parameter list, SHAPE_S_CA its argument list with a leading comma (empty when
  * there are no arguments), fn_S the type of the real function, and shape_S() the handler every
- * wrapper of that shape calls with its row id. Handlers live with their subsystem: copy_entry.c
- * (copies), sync_entry.c (sync points), hostmem_entry.c (pinned host memory), ctx_entry.c
- * (context resets), getproc.c. */
+ * wrapper of that shape calls with its row id: the contract between the generated wrappers
+ * (interpose/driver_wrappers.c) and the handlers, which are here in copy/ (copy_entry.c: copies,
+ * sync_entry.c: sync points, hostmem_entry.c: pinned host memory, ctx_entry.c: context resets),
+ * except cuGetProcAddress's (interpose/getproc.c). */
 #ifndef PINSHIM_DRIVER_SHAPES_H
 #define PINSHIM_DRIVER_SHAPES_H
 
@@ -37,15 +38,15 @@
 #define SHAPE_m3d_async_CA , desc, stream
 #define SHAPE_peer_P CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes
 #define SHAPE_peer_CA , dst, dst_ctx, src, src_ctx, bytes
-#define SHAPE_peer_async_P                                                                             \
+#define SHAPE_peer_async_P                                                                          \
     CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t bytes, CUstream stream
 #define SHAPE_peer_async_CA , dst, dst_ctx, src, src_ctx, bytes, stream
-#define SHAPE_batch_v1_P                                                                               \
-    CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,      \
+#define SHAPE_batch_v1_P                                                                            \
+    CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,   \
         size_t *attr_idxs, size_t num_attrs, size_t *fail_idx, CUstream stream
 #define SHAPE_batch_v1_CA , dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream
-#define SHAPE_batch_v2_P                                                                               \
-    CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,      \
+#define SHAPE_batch_v2_P                                                                            \
+    CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,   \
         size_t *attr_idxs, size_t num_attrs, CUstream stream
 #define SHAPE_batch_v2_CA , dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream
 #define SHAPE_stream_sync_P CUstream stream
@@ -76,20 +77,20 @@
 #define SHAPE_primary_reset_CA , dev
 #define SHAPE_getproc_v1_P const char *symbol, void **pfn, int version, cuuint64_t flags
 #define SHAPE_getproc_v1_CA , symbol, pfn, version, flags
-#define SHAPE_getproc_v2_P                                                                             \
+#define SHAPE_getproc_v2_P                                                                          \
     const char *symbol, void **pfn, int version, cuuint64_t flags, CUdriverProcAddressQueryResult *status
 #define SHAPE_getproc_v2_CA , symbol, pfn, version, flags, status
 
 /* Every shape with arguments (cuCtxSynchronize, the one without, is declared by hand below). */
-#define PINSHIM_SHAPES(S)                                                                              \
-    S(unified) S(unified_async) S(htod) S(htod_async) S(dtoh) S(dtoh_async) S(dtod) S(dtod_async)      \
-    S(m2d) S(m2d_async) S(m3d) S(m3d_async) S(peer) S(peer_async) S(batch_v1) S(batch_v2)              \
-    S(stream_sync) S(stream_query) S(event_sync) S(event_query) S(event_record) S(event_record_flags)  \
-    S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister) S(primary_reset)      \
+#define PINSHIM_SHAPES(S)                                                                           \
+    S(unified) S(unified_async) S(htod) S(htod_async) S(dtoh) S(dtoh_async) S(dtod) S(dtod_async)   \
+    S(m2d) S(m2d_async) S(m3d) S(m3d_async) S(peer) S(peer_async) S(batch_v1) S(batch_v2)           \
+    S(stream_sync) S(stream_query) S(event_sync) S(event_query) S(event_record) S(event_record_flags) \
+    S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister) S(primary_reset)   \
     S(getproc_v1) S(getproc_v2)
 
-#define SHAPE_DECLARE(name)                                                                            \
-    typedef CUresult (*fn_##name)(SHAPE_##name##_P);                                                   \
+#define SHAPE_DECLARE(name)                                                                         \
+    typedef CUresult (*fn_##name)(SHAPE_##name##_P);                                                \
     CUresult shape_##name(enum driver_entry_id id, SHAPE_##name##_P);
 PINSHIM_SHAPES(SHAPE_DECLARE)
 #undef SHAPE_DECLARE

@@ -1,16 +1,16 @@
 /* sync_entry.c: handlers of the synchronization points (stream/context/event synchronize, queries,
  * event records). They are counted and timed, and a successful one releases the guard's ranges it
- * covers (guard.h); the pool's chunk recycling may hook in here later. The program sees the real
+ * covers (guard/guard.h); the pool's chunk recycling may hook in here later. The program sees the real
  * result. */
 #include "driver_shapes.h"
 #include "entry.h"
 #include "guard/guard.h"
 
-#define TIMED_SYNC(call)                                                                               \
-    do {                                                                                               \
-        uint64_t t0_ = pinshim_now_ns();                                                               \
-        result = (call);                                                                               \
-        stats_add_sync(id, pinshim_now_ns() - t0_);                                                    \
+#define TIMED_SYNC(call)                                                                            \
+    do {                                                                                            \
+        uint64_t t0_ = pinshim_now_ns();                                                            \
+        result = (call);                                                                            \
+        stats_add_sync(id, pinshim_now_ns() - t0_);                                                 \
     } while (0)
 
 CUresult shape_stream_sync(enum driver_entry_id id, SHAPE_stream_sync_P)

@@ -152,7 +152,7 @@ static bool setup_once(void)
         pinshim_warn("guard: no mapped pinned flag page (cuMemHostAlloc or cuMemHostGetDevicePointer failed); "
                      "completion markers are host functions");
     }
-    ok = (drv.write_value || drv.launch_host) && guard_signal_install();
+    ok = (drv.write_value || drv.launch_host) && guard_signal_install(guard_fault);
     if (!ok)
         pinshim_warn("guard: cannot install the guard (no completion marker or no SIGSEGV handler); copies "
                      "are not guarded");
@@ -451,20 +451,13 @@ static void release_covered(CUstream stream, uint64_t order_max, int32_t tid, CU
     }
 }
 
-static CUstream effective_stream(enum driver_entry_id id, CUstream s)
-{
-    if (s)
-        return s;
-    return driver_entries[id].flavour == FLAVOUR_PTDS ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
-}
-
 static bool any_live(void) { return __atomic_load_n(&guard_live, __ATOMIC_ACQUIRE) > 0; }
 
 void guard_on_stream_done(enum driver_entry_id id, CUstream stream)
 {
     if (!any_live())
         return;
-    stream = effective_stream(id, stream);
+    stream = driver_stream(id, stream);
     release_covered(stream, UINT64_MAX, current_tid(), stream == CU_STREAM_LEGACY ? current_ctx() : NULL);
 }
 
@@ -517,7 +510,7 @@ void guard_on_event_record(enum driver_entry_id id, CUevent event, CUstream stre
 {
     if (!any_live() || !event)
         return;
-    stream = effective_stream(id, stream);
+    stream = driver_stream(id, stream);
     CUcontext ctx = stream == CU_STREAM_LEGACY ? current_ctx() : NULL;
     uint64_t order = __atomic_load_n(&order_counter, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&events_lock);

@@ -4,8 +4,9 @@
  * before that faults, is reported (sanitizer style) and, by mode, let through (warn), made correct
  * by waiting for the copy (repair) or ends the process (abort). See README "The guard".
  *
- * Events in (from the entry handlers): a finished copy (copy.c), a successful sync point
- * (sync_entry.c), pinned memory about to be freed or unregistered (hostmem_entry.c), fork, exit.
+ * Events in (from the entry handlers): a finished copy (copy/copy.c), a successful sync
+ * point (copy/sync_entry.c), pinned memory about to be freed or unregistered (copy/hostmem_entry.c),
+ * fork, exit.
  * Contract: the guard_on_* and guard_after_copy functions are thread-safe, cost one atomic load
  * when nothing is guarded, and may call the driver (with the reentrancy depth raised) only from
  * guard_after_copy. guard_fault() and guard_io() are async-signal-safe: no CUDA, no malloc, no
@@ -19,8 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/copy_desc.h"
 #include "base/driver_table.h"
-#include "copy/copy.h"
+#include "guard_signal.h" /* enum guard_access */
 
 /* Values of the guard and guard_pages keys, in the order of their choices. */
 enum { GUARD_OFF, GUARD_WARN, GUARD_REPAIR, GUARD_ABORT };
@@ -63,31 +65,18 @@ size_t guard_summary_text(char *buf, size_t len);
  * _exit(guard_exitcode) when that key is set and a race was reported. */
 void guard_at_exit(void);
 
-/* --- for guard_signal.c and io_hooks.c --- */
+/* --- for guard.c's fault handler (guard_signal.h) and io_hooks.c --- */
 
 /* Number of slots now guarding pages: the I/O hooks' one-load fast path. */
 extern int guard_live;
 
-enum guard_access { GUARD_READ, GUARD_WRITE };
-
 /* A fault at addr: 1 when it was the guard's (handled: the access may be retried), 0 when not.
  * uc is the handler's ucontext (the access's stack is unwound from it for the report).
- * Async-signal-safe. */
+ * Async-signal-safe. Given to guard_signal_install(). */
 int guard_fault(uintptr_t addr, enum guard_access access, const void *uc);
 
 /* The kernel is about to read (GUARD_READ, e.g. write(2)) or write (read(2)) [buf, buf+len) for
  * the I/O call `via`: races are reported and the buffer unprotected (or repaired) first. */
 void guard_io(uintptr_t buf, size_t len, enum guard_access access, const char *via);
-
-/* guard_signal.c: install the SIGSEGV/SIGBUS handler (once, at the first guarded copy); resolve
- * the real sigaction/signal (from guard_init); the access's stack from a normal context (the I/O
- * hooks; innermost program frame first); the module table used to name frames in reports. */
-void guard_signal_init(void);
-bool guard_signal_install(void);
-int guard_stack_here(uintptr_t *frames, int max);
-int guard_stack_signal(const void *uc, uintptr_t *frames, int max);
-void guard_modules_refresh(void);
-/* Appends " module+0xoff" (or " 0xaddr") for addr to buf at *pos. Async-signal-safe. */
-void guard_module_name(char *buf, size_t len, size_t *pos, uintptr_t addr);
 
 #endif

@@ -1,13 +1,16 @@
 /* guard_signal.c: the guard's SIGSEGV handler and the sigaction/signal interposition that keeps
- * it first (see guard.h). Once installed (at the first guarded copy), the kernel holds the shim's
- * handler for SIGSEGV and SIGBUS; the program's sigaction/signal calls for them only change the
+ * it first (see guard_signal.h). Once installed (at the first guarded copy), the kernel holds the
+ * shim's handler for SIGSEGV and SIGBUS; the program's sigaction/signal calls for them only change the
  * recorded "program action", and read back what the program set, as if the shim were not there.
  * A fault that is not the guard's is delivered to the recorded action the way the kernel would
  * have: the handler's sa_mask (plus the signal unless SA_NODEFER) blocked around the call,
  * SA_RESETHAND honoured, SA_SIGINFO or not; SIG_DFL (or SIG_IGN, which the kernel does not honour
  * for a fault) restores SIG_DFL and returns, so the fault repeats and the process dies of it with
- * a core, as it would have. Also here: the access's stack and the module table naming its frames. */
+ * a core, as it would have. Also here: the access's stack and the module table naming its frames.
+ * An access fault reaches the guard only through the function given to guard_signal_install(). */
 #define _GNU_SOURCE
+#include "guard_signal.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
@@ -23,7 +26,6 @@
 
 #include "base/common.h"
 #include "base/real.h"
-#include "guard.h"
 
 #define GUARD_MODULES 512 /* loaded objects named in reports; later ones show as bare addresses */
 
@@ -33,6 +35,7 @@ typedef sighandler_t (*fn_signal)(int, sighandler_t);
 static fn_sigaction real_sigaction_fn;
 static fn_signal real_signal_fn;
 
+static guard_fault_fn fault_handler; /* the guard's one entry, set before the handler is installed */
 static const int guard_signals[2] = {SIGSEGV, SIGBUS};
 static struct sigaction program_action[2]; /* what the program set, under action_lock */
 static int installed;
@@ -166,7 +169,8 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
         if (uc->uc_mcontext.gregs[REG_ERR] & 2) /* page-fault error code: bit 1 = write access */
             access = GUARD_WRITE;
 #endif
-        if (guard_fault((uintptr_t)si->si_addr, access, ucv)) {
+        guard_fault_fn guard = __atomic_load_n(&fault_handler, __ATOMIC_ACQUIRE);
+        if (guard && guard((uintptr_t)si->si_addr, access, ucv)) {
             errno = saved_errno;
             return;
         }
@@ -366,13 +370,14 @@ static void prepare_unwinder(void)
     }
 }
 
-bool guard_signal_install(void)
+bool guard_signal_install(guard_fault_fn guard)
 {
     if (__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
         return true;
     resolve();
     if (!real_sigaction_fn)
         return false;
+    __atomic_store_n(&fault_handler, guard, __ATOMIC_RELEASE);
     prepare_unwinder();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

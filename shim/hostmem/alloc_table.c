@@ -2,17 +2,18 @@
  * A registered range lies inside its allocation (the cache registers its whole pages only); range
  * queries still look one page either side of the sorted bases, which costs nothing here. */
 #define _GNU_SOURCE
+#include "alloc_next.h"
+
 #define HASH_NONFATAL_OOM 1 /* out of memory: the record is not added, the program goes on */
 #define uthash_nonfatal_oom(r) (add_failed = true)
+#define uthash_malloc(sz) alloc_next_malloc(sz) /* the table's memory never passes the hooks */
+#define uthash_free(ptr, sz) alloc_next_free(ptr)
 static _Bool add_failed;
 #include "alloc_table.h"
 
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define FILTER_SLOTS (1u << 16)
 
 static pthread_mutex_t table_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t table_cond = PTHREAD_COND_INITIALIZER;
@@ -22,7 +23,6 @@ static struct alloc_rec *by_base;  /* uthash head */
 static struct alloc_rec **sorted;  /* by base */
 static size_t sorted_count, sorted_capacity;
 static uint64_t next_seq = 1;
-static uint16_t base_filter[FILTER_SLOTS]; /* how many tracked bases hash to each slot */
 static uintptr_t page_bytes;
 
 void alloc_table_lock(void)
@@ -47,27 +47,6 @@ void alloc_table_wait(void)
 }
 
 void alloc_table_broadcast(void) { pthread_cond_broadcast(&table_cond); }
-
-static inline size_t filter_slot(uintptr_t p)
-{
-    return (size_t)(((uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ull) >> 48);
-}
-
-bool alloc_table_maybe_base(uintptr_t p)
-{
-    return __atomic_load_n(&base_filter[filter_slot(p)], __ATOMIC_RELAXED) != 0;
-}
-
-static void filter_add(uintptr_t p, int delta)
-{
-    uint16_t *slot = &base_filter[filter_slot(p)];
-    uint16_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
-    if (delta > 0 && v == UINT16_MAX)
-        return; /* saturated: stays "maybe" for good, which is only slower */
-    if (delta < 0 && (v == 0 || v == UINT16_MAX))
-        return;
-    __atomic_store_n(slot, (uint16_t)(v + delta), __ATOMIC_RELAXED);
-}
 
 static uintptr_t page(void)
 {
@@ -111,13 +90,13 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
 {
     if (sorted_count == sorted_capacity) {
         size_t cap = sorted_capacity ? sorted_capacity * 2 : 256;
-        struct alloc_rec **grown = realloc(sorted, cap * sizeof *grown);
+        struct alloc_rec **grown = alloc_next_realloc(sorted, cap * sizeof *grown);
         if (!grown)
             return false;
         sorted = grown;
         sorted_capacity = cap;
     }
-    struct alloc_rec *r = calloc(1, sizeof *r);
+    struct alloc_rec *r = alloc_next_calloc(1, sizeof *r);
     if (!r)
         return false;
     r->base = base;
@@ -127,14 +106,14 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
     add_failed = false;
     HASH_ADD(hh, by_base, base, sizeof r->base, r);
     if (add_failed) {
-        free(r);
+        alloc_next_free(r);
         return false;
     }
     size_t i = upper_bound(base);
     memmove(&sorted[i + 1], &sorted[i], (sorted_count - i) * sizeof *sorted);
     sorted[i] = r;
     sorted_count++;
-    filter_add(base, +1);
+    alloc_events_watch(base);
     return true;
 }
 
@@ -203,11 +182,11 @@ void alloc_table_remove(struct alloc_rec *r)
         memmove(&sorted[i - 1], &sorted[i], (sorted_count - i) * sizeof *sorted);
         sorted_count--;
     }
-    filter_add(r->base, -1);
+    alloc_events_unwatch(r->base);
     r->detached = true;
 }
 
-void alloc_table_free_rec(struct alloc_rec *r) { free(r); }
+void alloc_table_free_rec(struct alloc_rec *r) { alloc_next_free(r); }
 
 void alloc_table_forget_all(void)
 {
@@ -219,5 +198,5 @@ void alloc_table_forget_all(void)
     by_base = NULL; /* the parent's records are left behind (a bounded leak), never walked */
     sorted = NULL;
     sorted_count = sorted_capacity = 0;
-    memset(base_filter, 0, sizeof base_filter);
+    alloc_events_unwatch_all();
 }

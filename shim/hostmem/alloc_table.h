@@ -1,12 +1,14 @@
 /* alloc_table.h: the program's large host allocations (malloc family and anonymous mmap at or above
  * track_min_bytes), each with its copy count and the registration the cache made on it.
  * Three views of one set of records: a uthash keyed by base (free, realloc: O(1)), an array sorted
- * by base (containment: which record holds an address, for copies and munmap), and a lock-free
- * counting filter of bases (free of an untracked pointer decides in one load, without the lock).
+ * by base (containment: which record holds an address, for copies and munmap), and the watched
+ * bases of the allocation events (alloc_events_watch: a free of an untracked pointer decides in
+ * one load, without the lock, and publishes nothing).
  * Contract: every function except alloc_table_maybe_base() and alloc_table_forget_all() is called
- * with the table lock held (alloc_table_lock). While a thread holds it, that thread's own
- * allocations are not tracked (alloc_table_held()), so the table may call malloc; nothing here
- * ever calls the driver. Records are owned by the table until alloc_table_remove() hands one back. */
+ * with the table lock held (alloc_table_lock). The table's own memory comes from the next
+ * allocator directly (alloc_next.h), never through the hooks; events raised on a thread that holds
+ * the lock are ignored by the cache (alloc_table_held()). Nothing here ever calls the driver.
+ * Records are owned by the table until alloc_table_remove() hands one back. */
 #ifndef PINSHIM_ALLOC_TABLE_H
 #define PINSHIM_ALLOC_TABLE_H
 
@@ -16,7 +18,7 @@
 
 #include <uthash.h>
 
-enum alloc_origin { ORIGIN_MALLOC, ORIGIN_MMAP };
+#include "alloc_events.h" /* enum alloc_origin, the watched bases */
 
 /* Where a record's registration stands. Only the cache (regcache.c) moves it. */
 enum reg_state {
@@ -71,11 +73,11 @@ void alloc_table_each(void (*fn)(struct alloc_rec *, void *), void *arg);
 /* Takes the record out of every view and marks it detached; the caller now owns it. */
 void alloc_table_remove(struct alloc_rec *r);
 
-/* Frees a detached record's memory. */
+/* Frees a detached record's memory (to the next allocator). */
 void alloc_table_free_rec(struct alloc_rec *r);
 
 /* Lock-free: false means `p` is certainly not a tracked base (most frees stop here). */
-bool alloc_table_maybe_base(uintptr_t p);
+static inline bool alloc_table_maybe_base(uintptr_t p) { return alloc_events_watched(p); }
 
 /* Forked child (one thread): forgets every record without touching the parent's structures,
  * which another thread may have been changing at the fork. */

@@ -11,8 +11,6 @@
 #include "base/common.h"
 #include "base/real.h"
 
-const char *const host_kind_names[KIND_COUNT] = {"pageable", "pinned", "registered", "managed", "device", "unknown"};
-
 struct range {
     uintptr_t base, end;
     enum host_kind kind;

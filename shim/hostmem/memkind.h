@@ -11,18 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum host_kind { KIND_PAGEABLE, KIND_PINNED, KIND_REGISTERED, KIND_MANAGED, KIND_DEVICE, KIND_UNKNOWN, KIND_COUNT };
-
-extern const char *const host_kind_names[KIND_COUNT];
+#include "base/copy_desc.h" /* enum host_kind, memkind_is_host() */
 
 /* Classifies an address. */
 enum host_kind memkind_of(uintptr_t p);
-
-/* True for kinds that live in host memory (pageable, pinned, registered). */
-static inline bool memkind_is_host(enum host_kind k)
-{
-    return k == KIND_PAGEABLE || k == KIND_PINNED || k == KIND_REGISTERED;
-}
 
 /* The program allocated pinned memory / registered a range (after the driver said yes). */
 void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind);

@@ -6,7 +6,7 @@
  * refuses a copy whose host range starts inside a registration and runs past its end (measured on
  * an H100 and an H200, FACTS.md), so pinning a partial page shared with a heap neighbour would make
  * the neighbour's own copies fail. Inside the allocation, a copy that reaches past the interior is
- * cut at the registration's edges by the copy path (copy_split.h); any other copy that would start
+ * cut at the registration's edges by the copy path (copy/copy_split.h); any other copy that would start
  * inside a registration and run past it makes the cache drop that registration first
  * (regcache_clear_edges). */
 #define _GNU_SOURCE
@@ -21,8 +21,6 @@
 #include "base/real.h"
 #include "observe/units.h"
 #include "policy.h"
-
-size_t regcache_track_min = SIZE_MAX;
 
 static bool enabled;       /* pin_on_reuse and interception on, not a forked child */
 static uint32_t register_after;
@@ -41,25 +39,10 @@ static int live_registrations;
 
 static __thread int in_cache __attribute__((tls_model("initial-exec")));
 
-bool regcache_busy_here(void) { return in_cache > 0 || alloc_table_held(); }
+/* True on a thread inside the cache's own driver calls or table work: its events are ignored. */
+static bool busy_here(void) { return in_cache > 0 || alloc_table_held(); }
 
 static void count(uint64_t *c, uint64_t n) { __atomic_add_fetch(c, n, __ATOMIC_RELAXED); }
-
-void regcache_configure(void)
-{
-    page_bytes = (uintptr_t)sysconf(_SC_PAGESIZE);
-    if (!pinshim_policy.intercept || !pinshim_policy.pin_on_reuse)
-        return;
-    register_after = pinshim_policy.register_after ? (uint32_t)pinshim_policy.register_after : 1;
-    budget_bytes = pinshim_policy.register_max_bytes;
-    if (!budget_bytes) {
-        long pages = sysconf(_SC_PHYS_PAGES);
-        budget_bytes = pages > 0 ? (uint64_t)pages * page_bytes / 8 : (1ull << 30);
-    }
-    enabled = true;
-    __atomic_store_n(&regcache_track_min,
-                     pinshim_policy.track_min_bytes ? (size_t)pinshim_policy.track_min_bytes : 1, __ATOMIC_RELEASE);
-}
 
 /* --- the driver --- */
 
@@ -161,18 +144,7 @@ static void drop_registration_locked(struct alloc_rec *r, enum release_why why)
     alloc_table_unlock();
 }
 
-void regcache_on_free(uintptr_t base)
-{
-    if (!alloc_table_maybe_base(base) || regcache_busy_here())
-        return;
-    alloc_table_lock();
-    struct alloc_rec *r = alloc_table_find_base(base);
-    if (!r) {
-        alloc_table_unlock();
-        return;
-    }
-    release_record_locked(r, WHY_FREE);
-}
+/* --- the allocation events (alloc_events.h): what the hooks tell the cache --- */
 
 struct first_hit {
     uintptr_t lo, hi;
@@ -186,10 +158,40 @@ static void take_first(struct alloc_rec *r, void *arg)
         h->r = r;
 }
 
-/* Releases every record overlapping [lo, hi); mmap regions keep what lies outside as new records. */
-void regcache_on_unmap(uintptr_t lo, uintptr_t hi)
+static void on_alloc(uintptr_t base, size_t size, enum alloc_origin origin)
 {
-    if (regcache_busy_here() || lo >= hi)
+    if (busy_here())
+        return;
+    count(&n_tracked, 1);
+    for (;;) { /* records overlapping the new allocation are stale: their memory was given back unseen */
+        struct first_hit h = {base, base + size, NULL};
+        alloc_table_lock();
+        alloc_table_each_overlapping(base, base + size, take_first, &h);
+        if (!h.r)
+            break;
+        release_record_locked(h.r, WHY_STALE);
+    }
+    alloc_table_add(base, size, origin); /* untracked if out of memory */
+    alloc_table_unlock();
+}
+
+static void on_free(uintptr_t base)
+{
+    if (!alloc_table_maybe_base(base) || busy_here())
+        return;
+    alloc_table_lock();
+    struct alloc_rec *r = alloc_table_find_base(base);
+    if (!r) {
+        alloc_table_unlock();
+        return;
+    }
+    release_record_locked(r, WHY_FREE);
+}
+
+/* Releases every record overlapping [lo, hi); mmap regions keep what lies outside as new records. */
+static void on_unmap(uintptr_t lo, uintptr_t hi)
+{
+    if (busy_here() || lo >= hi)
         return;
     for (;;) {
         struct first_hit h = {lo, hi, NULL};
@@ -205,18 +207,18 @@ void regcache_on_unmap(uintptr_t lo, uintptr_t hi)
         release_record_locked(r, WHY_UNMAP);
         if (origin == ORIGIN_MMAP) { /* the parts left mapped are still the program's regions */
             if (base < lo)
-                regcache_on_alloc(base, lo - base, ORIGIN_MMAP);
+                on_alloc(base, lo - base, ORIGIN_MMAP);
             if (hi < end)
-                regcache_on_alloc(hi, end - hi, ORIGIN_MMAP);
+                on_alloc(hi, end - hi, ORIGIN_MMAP);
         }
     }
 }
 
-void regcache_on_remap(uintptr_t base, size_t size) { regcache_on_alloc(base, size, ORIGIN_MMAP); }
+static void on_remap(uintptr_t base, size_t size) { on_alloc(base, size, ORIGIN_MMAP); }
 
-bool regcache_tracked_mapping(uintptr_t base)
+static bool tracked_mapping(uintptr_t base)
 {
-    if (!alloc_table_maybe_base(base) || regcache_busy_here())
+    if (!alloc_table_maybe_base(base) || busy_here())
         return false;
     alloc_table_lock();
     struct alloc_rec *r = alloc_table_find_base(base);
@@ -227,7 +229,7 @@ bool regcache_tracked_mapping(uintptr_t base)
 
 static void release_registrations(uintptr_t lo, uintptr_t hi, enum release_why why)
 {
-    if (regcache_busy_here() || lo >= hi || !__atomic_load_n(&live_registrations, __ATOMIC_RELAXED))
+    if (busy_here() || lo >= hi || !__atomic_load_n(&live_registrations, __ATOMIC_RELAXED))
         return;
     for (;;) {
         alloc_table_lock();
@@ -240,7 +242,7 @@ static void release_registrations(uintptr_t lo, uintptr_t hi, enum release_why w
     }
 }
 
-void regcache_on_discard(uintptr_t lo, uintptr_t hi) { release_registrations(lo, hi, WHY_DISCARD); }
+static void on_discard(uintptr_t lo, uintptr_t hi) { release_registrations(lo, hi, WHY_DISCARD); }
 
 void regcache_on_program_register(uintptr_t p, size_t bytes)
 {
@@ -248,21 +250,30 @@ void regcache_on_program_register(uintptr_t p, size_t bytes)
     release_registrations(lo, hi, WHY_PROGRAM);
 }
 
-void regcache_on_alloc(uintptr_t base, size_t size, enum alloc_origin origin)
+static struct alloc_subscriber subscriber = {
+    .min_bytes = SIZE_MAX, /* set by regcache_configure */
+    .allocated = on_alloc,
+    .releasing = on_free,
+    .unmapping = on_unmap,
+    .moving = tracked_mapping,
+    .moved = on_remap,
+    .discarding = on_discard,
+};
+
+const struct alloc_subscriber *regcache_configure(void)
 {
-    if (regcache_busy_here())
-        return;
-    count(&n_tracked, 1);
-    for (;;) { /* records overlapping the new allocation are stale: their memory was given back unseen */
-        struct first_hit h = {base, base + size, NULL};
-        alloc_table_lock();
-        alloc_table_each_overlapping(base, base + size, take_first, &h);
-        if (!h.r)
-            break;
-        release_record_locked(h.r, WHY_STALE);
+    page_bytes = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (!pinshim_policy.intercept || !pinshim_policy.pin_on_reuse)
+        return NULL;
+    register_after = pinshim_policy.register_after ? (uint32_t)pinshim_policy.register_after : 1;
+    budget_bytes = pinshim_policy.register_max_bytes;
+    if (!budget_bytes) {
+        long pages = sysconf(_SC_PHYS_PAGES);
+        budget_bytes = pages > 0 ? (uint64_t)pages * page_bytes / 8 : (1ull << 30);
     }
-    alloc_table_add(base, size, origin); /* untracked if out of memory */
-    alloc_table_unlock();
+    enabled = true;
+    subscriber.min_bytes = pinshim_policy.track_min_bytes ? (size_t)pinshim_policy.track_min_bytes : 1;
+    return &subscriber;
 }
 
 /* --- the copy path --- */
@@ -421,7 +432,7 @@ void regcache_direct_range(const struct copy *c, uintptr_t *lo, uintptr_t *hi)
 
 void regcache_clear_edges(uintptr_t lo, uintptr_t hi)
 {
-    if (lo >= hi || !__atomic_load_n(&live_registrations, __ATOMIC_RELAXED) || regcache_busy_here())
+    if (lo >= hi || !__atomic_load_n(&live_registrations, __ATOMIC_RELAXED) || busy_here())
         return;
     for (;;) {
         alloc_table_lock();
@@ -455,10 +466,10 @@ void regcache_after_copy(struct copy *c, CUresult result)
 
 /* --- summary --- */
 
-bool regcache_summary_json(char *buf, size_t len)
+size_t regcache_summary_json(char *buf, size_t len)
 {
     if (!enabled)
-        return false;
+        return 0;
     uint64_t high, now;
     alloc_table_lock();
     high = registered_high;
@@ -479,15 +490,15 @@ bool regcache_summary_json(char *buf, size_t len)
                       (unsigned long long)__atomic_load_n(&n_released[w], __ATOMIC_RELAXED));
     if (n > 0 && (size_t)n < len)
         n += snprintf(buf + n, len - (size_t)n, "}}");
-    return n > 0 && (size_t)n < len;
+    return n > 0 && (size_t)n < len ? (size_t)n : 0;
 }
 
-bool regcache_summary_text(char *buf, size_t len)
+size_t regcache_summary_text(char *buf, size_t len)
 {
     uint64_t regs = __atomic_load_n(&n_registered, __ATOMIC_RELAXED);
     uint64_t refused = __atomic_load_n(&n_refused, __ATOMIC_RELAXED);
     if (!enabled || (!regs && !refused))
-        return false;
+        return 0;
     char b1[32], b2[32];
     alloc_table_lock();
     uint64_t high = registered_high;
@@ -505,13 +516,13 @@ bool regcache_summary_text(char *buf, size_t len)
                                           __atomic_load_n(&n_released[WHY_UNMAP], __ATOMIC_RELAXED)),
                      (unsigned long long)__atomic_load_n(&n_released[WHY_EVICT], __ATOMIC_RELAXED),
                      (unsigned long long)refused);
-    return n > 0 && (size_t)n < len;
+    return n > 0 && (size_t)n < len ? (size_t)n : 0;
 }
 
 void regcache_fork_child(void)
 {
     enabled = false;
-    __atomic_store_n(&regcache_track_min, SIZE_MAX, __ATOMIC_RELEASE);
+    alloc_events_unsubscribe(&subscriber); /* no allocation is tracked any more */
     alloc_table_forget_all(); /* the child's pages stay as they are; its own frees are plain frees */
     live_registrations = 0;
     registered_now = 0;

@@ -7,8 +7,11 @@
  * realloc, munmap, mremap, madvise DONTNEED/FREE/REMOVE, a MAP_FIXED mapping over it) or the program
  * registers it itself, the cache's registration on it is removed. Over register_max_bytes, the least
  * recently used registrations go first; a refused registration is never retried for that allocation.
- * Contract: thread-safe. The alloc hooks never call the driver with the table lock held; nothing
- * here calls the driver in a forked child (regcache_fork_child) or from inside its own driver calls. */
+ * It learns of allocations and of memory given back as a subscriber of the allocation events
+ * (alloc_events.h), never called by the hooks directly.
+ * Contract: thread-safe. Its event handlers never call the driver with the table lock held and
+ * ignore events raised inside the cache's own driver calls or table work; nothing here calls the
+ * driver in a forked child (regcache_fork_child) or from inside its own driver calls. */
 #ifndef PINSHIM_REGCACHE_H
 #define PINSHIM_REGCACHE_H
 
@@ -16,25 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alloc_events.h"
 #include "alloc_table.h"
-#include "copy/copy.h"
+#include "base/copy_desc.h"
 
-/* From the policy: called once by the constructor. Until then nothing is tracked. */
-void regcache_configure(void);
-
-/* Smallest allocation tracked (SIZE_MAX: tracking off). Read by the alloc hooks on every call. */
-extern size_t regcache_track_min;
-
-/* True on a thread inside the cache's own driver calls or table work: alloc hooks only forward. */
-bool regcache_busy_here(void);
-
-/* --- from the allocation hooks (alloc.c) --- */
-void regcache_on_alloc(uintptr_t base, size_t size, enum alloc_origin origin);
-void regcache_on_free(uintptr_t base);                /* free, realloc: before the allocator has it */
-void regcache_on_unmap(uintptr_t lo, uintptr_t hi);   /* munmap, mremap's old range, MAP_FIXED */
-void regcache_on_remap(uintptr_t base, size_t size);  /* mremap's new mapping of a tracked region */
-bool regcache_tracked_mapping(uintptr_t base);        /* a tracked mmap region starts at base */
-void regcache_on_discard(uintptr_t lo, uintptr_t hi); /* madvise that drops the pages' contents */
+/* From the policy, once, by the constructor: the subscriber to register for the allocation events
+ * (with pin_on_reuse on), or NULL. Until it is registered nothing is tracked. */
+const struct alloc_subscriber *regcache_configure(void);
 
 /* The program registers [p, p + bytes) itself: the cache's registrations there go first. */
 void regcache_on_program_register(uintptr_t p, size_t bytes);
@@ -46,7 +37,7 @@ void regcache_view(struct copy *c);
  * driver directly: its host range overlaps a registration of the cache, held until after_copy. */
 bool regcache_direct(struct copy *c);
 /* After regcache_direct() said yes: whether the copy's host range lies wholly inside the registration
- * (one driver call), or only partly (the copy is cut at its edges: copy_split.h), and its bounds. */
+ * (one driver call), or only partly (the copy is cut at its edges: copy/copy_split.h), and its bounds. */
 bool regcache_direct_whole(const struct copy *c);
 void regcache_direct_range(const struct copy *c, uintptr_t *lo, uintptr_t *hi);
 /* A copy whose host range is [lo, hi) is about to go to the driver as it is: if it starts inside a
@@ -58,11 +49,12 @@ bool regcache_stream_idle(const struct copy *c);
 /* After the driver call: completes what the program believes pageable, releases the registration. */
 void regcache_after_copy(struct copy *c, CUresult result);
 
-/* Summary pieces (",\"registration\":{...}" and text lines); false when nothing to say. */
-bool regcache_summary_json(char *buf, size_t len);
-bool regcache_summary_text(char *buf, size_t len);
+/* The cache's section of the summary (observe/stats.h, struct stats_section): `,"registration":{...}`
+ * and the "pin-on-reuse:" line. Return the length written into buf, 0 for nothing to say. */
+size_t regcache_summary_json(char *buf, size_t len);
+size_t regcache_summary_text(char *buf, size_t len);
 
-/* Forked child: forget every registration and record, no CUDA calls, track nothing. */
+/* Forked child: forget every registration and record, no CUDA calls, track nothing (unsubscribes). */
 void regcache_fork_child(void);
 
 #endif

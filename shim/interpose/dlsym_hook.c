@@ -8,6 +8,7 @@
 #include "base/driver.h"
 #include "base/real.h"
 #include "policy.h"
+#include "wrappers.h"
 
 int pinshim_dlsym_wrapped_index(void *handle, const char *name);
 void *pinshim_dlsym_answer(void *handle, const char *name, int index);

@@ -1,6 +1,8 @@
-/* init.c: the shim's life cycle. The constructor loads the policy and installs the fork handler;
- * everything CUDA-related is resolved lazily by the wrappers, so a program that never uses CUDA
- * sees nothing. At exit the summary is written if the program used CUDA at all.
+/* init.c: the shim's life cycle, and the one place the layers are wired together. The constructor
+ * loads the policy, registers the summary's sections (observe/stats.h) and the subscribers of the
+ * allocation events (hostmem/alloc_events.h), and installs the fork handler; everything
+ * CUDA-related is resolved lazily by the wrappers, so a program that never uses CUDA sees nothing.
+ * At exit the summary is written if the program used CUDA at all.
  * fork: the child starts its own account and never calls the driver from the shim. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -8,9 +10,8 @@
 #include <unistd.h>
 
 #include "base/common.h"
-#include "base/driver.h"
-#include "copy/entry.h"
 #include "guard/guard.h"
+#include "hostmem/alloc_events.h"
 #include "hostmem/memkind.h"
 #include "hostmem/regcache.h"
 #include "observe/advice.h"
@@ -23,14 +24,12 @@
 
 static time_t process_start;
 
-CUresult entry_missing(enum driver_entry_id id)
-{
-    static bool warned[ENTRY_COUNT];
-    if (!__atomic_exchange_n(&warned[id], true, __ATOMIC_RELAXED))
-        pinshim_warn("warning: %s was called but no CUDA driver providing it is loaded; returning "
-                     "CUDA_ERROR_NOT_FOUND", driver_entries[id].export_name);
-    return CUDA_ERROR_NOT_FOUND;
-}
+/* The summary's sections, in the order they are printed after the transfer table. */
+static const struct stats_section summary_sections[] = {
+    {stage_summary_json, stage_summary_text},       /* staged copies, the pool, why not staged */
+    {regcache_summary_json, regcache_summary_text}, /* pin-on-reuse registrations */
+    {guard_summary_json, guard_summary_text},       /* guarded copies and races */
+};
 
 static void on_fork_child(void)
 {
@@ -48,8 +47,12 @@ static void on_fork_child(void)
 __attribute__((constructor)) static void pinshim_init(void)
 {
     process_start = time(NULL);
+    for (size_t i = 0; i < sizeof summary_sections / sizeof summary_sections[0]; i++)
+        stats_add_section(&summary_sections[i]);
     policy_load();
-    regcache_configure(); /* from now on large allocations are tracked */
+    const struct alloc_subscriber *cache = regcache_configure();
+    if (cache)
+        alloc_events_subscribe(cache); /* from now on large allocations are tracked */
     log_init(process_start); /* reports a bad log pattern now, not only at exit */
     guard_init();
     pthread_atfork(NULL, NULL, on_fork_child);

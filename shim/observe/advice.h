@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "copy/copy.h"
+#include "base/copy_desc.h"
 #include "jbuf.h"
 
 #define ADVICE_PINNED_DEFAULT_GBPS 55.0

@@ -14,8 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "copy/copy.h"
-#include "hostmem/memkind.h"
+#include "base/copy_desc.h"
 #include "jbuf.h"
 
 struct callsite;

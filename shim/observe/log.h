@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "copy/copy.h"
+#include "base/copy_desc.h"
 
 /* Values of the log_level key, in the order of its choices. */
 enum { LOG_LEVEL_SUMMARY, LOG_LEVEL_TRANSFERS };

@@ -12,10 +12,7 @@
 
 #include "base/common.h"
 #include "base/driver.h"
-#include "guard/guard.h"
-#include "hostmem/regcache.h"
 #include "pinshim.h"
-#include "stage/pool.h"
 
 struct cell {
     uint64_t count, bytes, host_ns;
@@ -179,8 +176,7 @@ static void sync_totals(const char *query, uint64_t *count, uint64_t *ns)
         }
 }
 
-/* Staged copies and bytes, summed over the table. */
-static void staged_totals(uint64_t *count, uint64_t *bytes)
+void stats_staged(uint64_t *count, uint64_t *bytes)
 {
     *count = *bytes = 0;
     for (int d = 0; d < DIR_COUNT; d++)
@@ -191,48 +187,30 @@ static void staged_totals(uint64_t *count, uint64_t *bytes)
             }
 }
 
-static void write_staging_json(struct out *o)
+void stats_unstaged(enum unstaged_reason why, uint64_t *count, uint64_t *bytes)
 {
-    uint64_t n, bytes;
-    struct pool_stats ps;
-    staged_totals(&n, &bytes);
-    pool_get_stats(&ps);
-    outf(o, ",\"staging\":{\"staged_copies\":%llu,\"staged_bytes\":%llu,\"pool_bytes\":%llu,"
-            "\"pool_high_water_bytes\":%llu,\"chunk_acquires\":%llu,\"chunk_reuses\":%llu,\"wait_ns\":%llu,"
-            "\"unstaged\":[",
-         (unsigned long long)n, (unsigned long long)bytes, (unsigned long long)ps.pool_bytes,
-         (unsigned long long)ps.high_water_bytes, (unsigned long long)ps.acquires,
-         (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns);
-    bool first = true;
-    for (int r = 1; r < UNSTAGED_COUNT; r++) {
-        uint64_t c = get(&unstaged[r].count);
-        if (!c)
-            continue;
-        outf(o, "%s{\"reason\":\"%s\",\"count\":%llu,\"bytes\":%llu}", first ? "" : ",", unstaged_reason_names[r],
-             (unsigned long long)c, (unsigned long long)get(&unstaged[r].bytes));
-        first = false;
-    }
-    outf(o, "]}");
+    *count = get(&unstaged[why].count);
+    *bytes = get(&unstaged[why].bytes);
 }
 
-static void write_staging_text(struct out *o, int pid)
+/* --- the sections layers above add to the summary --- */
+
+static const struct stats_section *sections[STATS_SECTION_MAX];
+static unsigned section_count;
+
+void stats_add_section(const struct stats_section *section)
 {
-    uint64_t n, bytes;
-    struct pool_stats ps;
-    char b1[32], b2[32], b3[32], b4[32];
-    staged_totals(&n, &bytes);
-    pool_get_stats(&ps);
-    if (n || ps.pool_bytes)
-        outf(o, "==%d== staging: %llu copies (%s) through the pinned pool; pool %s (high water %s), %llu chunk reuses, "
-                "%s waiting for chunks\n",
-             pid, (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_bytes(ps.pool_bytes, b2, sizeof b2),
-             units_bytes(ps.high_water_bytes, b3, sizeof b3), (unsigned long long)ps.chunk_reuses,
-             units_ns(ps.wait_ns, b4, sizeof b4));
-    for (int r = 1; r < UNSTAGED_COUNT; r++) {
-        uint64_t c = get(&unstaged[r].count);
-        if (c)
-            outf(o, "==%d== not staged (pageable, %s): %llu copies, %s\n", pid, unstaged_reason_names[r],
-                 (unsigned long long)c, units_bytes(get(&unstaged[r].bytes), b1, sizeof b1));
+    if (section_count < STATS_SECTION_MAX)
+        sections[section_count++] = section;
+}
+
+static void write_sections(struct out *o, bool json)
+{
+    char buf[STATS_SECTION_BYTES];
+    for (unsigned i = 0; i < section_count; i++) {
+        size_t (*write)(char *, size_t) = json ? sections[i]->json : sections[i]->text;
+        if (write && write(buf, sizeof buf))
+            outf(o, "%s", buf);
     }
 }
 
@@ -264,13 +242,7 @@ static void write_json(struct out *o)
                     first = false;
                 }
     outf(o, "],\"failed_copies\":%llu", (unsigned long long)get(&failed_copies));
-    write_staging_json(o);
-    char reg[1024];
-    if (regcache_summary_json(reg, sizeof reg)) /* ,"registration":{...} with pin-on-reuse on */
-        outf(o, "%s", reg);
-    char guard[2048];
-    if (guard_summary_json(guard, sizeof guard)) /* ,"guard":{...} when the guard is on */
-        outf(o, "%s", guard);
+    write_sections(o, true); /* ,"staging":{...},"registration":{...},"guard":{...} */
     outf(o, ",\"syncs\":[");
     first = true;
     for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
@@ -325,13 +297,7 @@ static void write_text(struct out *o)
     if (failed)
         outf(o, "==%d== failed copies (driver returned an error, passed to the program): %llu\n", pid,
              (unsigned long long)failed);
-    write_staging_text(o, pid);
-    char reg[512];
-    if (regcache_summary_text(reg, sizeof reg))
-        outf(o, "%s", reg);
-    char guard[512];
-    if (guard_summary_text(guard, sizeof guard))
-        outf(o, "%s", guard);
+    write_sections(o, false); /* staging, pin-on-reuse and guard lines */
     bool any_sync = false;
     for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
         uint64_t n, ns;

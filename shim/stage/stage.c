@@ -6,10 +6,13 @@
 #include "base/common.h"
 #include "base/driver.h"
 #include "base/real.h"
-#include "copy/driver_shapes.h"
 #include "policy.h"
 #include "pool.h"
 #include "workers.h"
+
+/* The real cuMemcpyHtoDAsync_v2 / cuMemcpyDtoHAsync_v2 rows (the shapes of copy/driver_shapes.h). */
+typedef CUresult (*fn_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
+typedef CUresult (*fn_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
 
 static bool forked_child;
 

@@ -12,7 +12,7 @@
 #include <cuda.h>
 #include <stdbool.h>
 
-#include "copy/copy.h"
+#include "base/copy_desc.h"
 
 /* Whether c is a staging candidate at all (pageable host side, device other side, big enough,
  * staging on); sets c->unstaged when it is a pageable copy that will not be staged. */
@@ -23,6 +23,11 @@ void stage_mark_unsupported(struct copy *c);
 
 bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream, CUresult *result);
 bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstream stream, CUresult *result);
+
+/* Staging's section of the summary (observe/stats.h, struct stats_section): `,"staging":{...}`
+ * and the "staging:" / "not staged" lines. Return the length written into buf, 0 for nothing. */
+size_t stage_summary_json(char *buf, size_t len);
+size_t stage_summary_text(char *buf, size_t len);
 
 /* Forked child: never stage again (no CUDA calls there). */
 void stage_forget(void);
