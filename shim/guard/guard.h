@@ -4,9 +4,9 @@
  * before that faults, is reported (sanitizer style) and, by mode, let through (warn), made correct
  * by waiting for the copy (repair) or ends the process (abort). See README "The guard".
  *
- * Events in (from the entry handlers): a finished copy (copy/copy.c), a successful sync
- * point (copy/sync_entry.c), pinned memory about to be freed or unregistered (copy/hostmem_entry.c),
- * fork, exit.
+ * Events in (from the entry handlers): a finished copy (copy/copy.c), a successful sync point
+ * (copy/sync_entry.c), pinned memory about to be freed or unregistered (copy/hostmem_entry.c),
+ * fork, exit. The files behind this door are listed in guard_internal.h.
  * Contract: the guard_on_* and guard_after_copy functions are thread-safe, cost one atomic load
  * when nothing is guarded, and may call the driver (with the reentrancy depth raised) only from
  * guard_after_copy. guard_fault() and guard_io() are async-signal-safe: no CUDA, no malloc, no
@@ -65,7 +65,7 @@ size_t guard_summary_text(char *buf, size_t len);
  * _exit(guard_exitcode) when that key is set and a race was reported. */
 void guard_at_exit(void);
 
-/* --- for guard.c's fault handler (guard_signal.h) and io_hooks.c --- */
+/* --- for the fault handler (guard.c gives guard_fault to guard_signal_install) and io_hooks.c --- */
 
 /* Number of slots now guarding pages: the I/O hooks' one-load fast path. */
 extern int guard_live;

@@ -1,4 +1,6 @@
-/* regcache.c: the pin-on-reuse registration cache (see regcache.h).
+/* regcache.c: the pin-on-reuse registration cache (see regcache.h): the life of a registration,
+ * made (at a copy: regcache_copy.c asks), evicted over the budget, dropped when its memory goes
+ * away (the allocation events) or a copy would run out of it; its summary section; fork.
  * Ownership: a record is in the table until a release detaches it; the detaching thread waits until
  * no copy or registration uses it (busy == 0), unregisters what it held, and frees it. A thread that
  * registers or evicts holds the record busy across its driver call, so nothing it uses goes away.
@@ -6,11 +8,11 @@
  * refuses a copy whose host range starts inside a registration and runs past its end (measured on
  * an H100 and an H200, FACTS.md), so pinning a partial page shared with a heap neighbour would make
  * the neighbour's own copies fail. Inside the allocation, a copy that reaches past the interior is
- * cut at the registration's edges by the copy path (copy/copy_split.h); any other copy that would start
- * inside a registration and run past it makes the cache drop that registration first
+ * cut at the registration's edges by the copy path (copy/copy_split.h); any other copy that would
+ * start inside a registration and run past it makes the cache drop that registration first
  * (regcache_clear_edges). */
 #define _GNU_SOURCE
-#include "regcache.h"
+#include "regcache_internal.h"
 
 #include <cuda.h>
 #include <stdio.h>
@@ -22,27 +24,28 @@
 #include "observe/units.h"
 #include "policy.h"
 
-static bool enabled;       /* pin_on_reuse and interception on, not a forked child */
-static uint32_t register_after;
+bool regcache_enabled;
+uint32_t regcache_register_after;
 static uint64_t budget_bytes;
 static uintptr_t page_bytes;
 
 /* Under the table lock. */
-static uint64_t registered_now, registered_high, lru_clock;
+static uint64_t registered_now, registered_high;
+uint64_t regcache_lru_clock;
 
 /* Counters, relaxed atomics. */
-enum release_why { WHY_FREE, WHY_UNMAP, WHY_DISCARD, WHY_EVICT, WHY_PROGRAM, WHY_STALE, WHY_EDGE, WHY_COUNT };
 static const char *const why_names[WHY_COUNT] = {"free",  "munmap", "madvise", "evicted", "program_register",
                                                  "stale", "edge"};
 static uint64_t n_registered, bytes_registered, n_refused, n_waits, n_released[WHY_COUNT], n_tracked;
-static int live_registrations;
+int regcache_live;
 
 static __thread int in_cache __attribute__((tls_model("initial-exec")));
 
-/* True on a thread inside the cache's own driver calls or table work: its events are ignored. */
-static bool busy_here(void) { return in_cache > 0 || alloc_table_held(); }
+bool regcache_busy_here(void) { return in_cache > 0 || alloc_table_held(); }
 
 static void count(uint64_t *c, uint64_t n) { __atomic_add_fetch(c, n, __ATOMIC_RELAXED); }
+
+void regcache_count_wait(void) { count(&n_waits, 1); }
 
 /* --- the driver --- */
 
@@ -81,7 +84,7 @@ static void driver_unregister(uintptr_t lo, enum release_why why)
     real_relaxed_end(saved);
     pinshim_leave();
     in_cache--;
-    __atomic_sub_fetch(&live_registrations, 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&regcache_live, 1, __ATOMIC_RELAXED);
     count(&n_released[why], 1);
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) {
         static int warned;
@@ -91,7 +94,7 @@ static void driver_unregister(uintptr_t lo, enum release_why why)
     }
 }
 
-static CUresult stream_call(const char *name, void **slot, CUstream s)
+CUresult regcache_stream_call(const char *name, void **slot, CUstream s)
 {
     fn_stream f = (fn_stream)real_driver_symbol_cached(slot, name);
     if (!f)
@@ -122,8 +125,7 @@ static void release_record_locked(struct alloc_rec *r, enum release_why why)
     alloc_table_free_rec(r);
 }
 
-/* Drops r's registration but keeps the record (lock held on entry, released on return). */
-static void drop_registration_locked(struct alloc_rec *r, enum release_why why)
+void regcache_drop_locked(struct alloc_rec *r, enum release_why why)
 {
     while (r->busy) /* a copy using it directly, or another thread's (un)registration */
         alloc_table_wait();
@@ -160,7 +162,7 @@ static void take_first(struct alloc_rec *r, void *arg)
 
 static void on_alloc(uintptr_t base, size_t size, enum alloc_origin origin)
 {
-    if (busy_here())
+    if (regcache_busy_here())
         return;
     count(&n_tracked, 1);
     for (;;) { /* records overlapping the new allocation are stale: their memory was given back unseen */
@@ -177,7 +179,7 @@ static void on_alloc(uintptr_t base, size_t size, enum alloc_origin origin)
 
 static void on_free(uintptr_t base)
 {
-    if (!alloc_table_maybe_base(base) || busy_here())
+    if (!alloc_table_maybe_base(base) || regcache_busy_here())
         return;
     alloc_table_lock();
     struct alloc_rec *r = alloc_table_find_base(base);
@@ -191,7 +193,7 @@ static void on_free(uintptr_t base)
 /* Releases every record overlapping [lo, hi); mmap regions keep what lies outside as new records. */
 static void on_unmap(uintptr_t lo, uintptr_t hi)
 {
-    if (busy_here() || lo >= hi)
+    if (regcache_busy_here() || lo >= hi)
         return;
     for (;;) {
         struct first_hit h = {lo, hi, NULL};
@@ -218,7 +220,7 @@ static void on_remap(uintptr_t base, size_t size) { on_alloc(base, size, ORIGIN_
 
 static bool tracked_mapping(uintptr_t base)
 {
-    if (!alloc_table_maybe_base(base) || busy_here())
+    if (!alloc_table_maybe_base(base) || regcache_busy_here())
         return false;
     alloc_table_lock();
     struct alloc_rec *r = alloc_table_find_base(base);
@@ -229,7 +231,7 @@ static bool tracked_mapping(uintptr_t base)
 
 static void release_registrations(uintptr_t lo, uintptr_t hi, enum release_why why)
 {
-    if (busy_here() || lo >= hi || !__atomic_load_n(&live_registrations, __ATOMIC_RELAXED))
+    if (regcache_busy_here() || lo >= hi || !__atomic_load_n(&regcache_live, __ATOMIC_RELAXED))
         return;
     for (;;) {
         alloc_table_lock();
@@ -238,7 +240,7 @@ static void release_registrations(uintptr_t lo, uintptr_t hi, enum release_why w
             alloc_table_unlock();
             return;
         }
-        drop_registration_locked(r, why);
+        regcache_drop_locked(r, why);
     }
 }
 
@@ -265,41 +267,18 @@ const struct alloc_subscriber *regcache_configure(void)
     page_bytes = (uintptr_t)sysconf(_SC_PAGESIZE);
     if (!pinshim_policy.intercept || !pinshim_policy.pin_on_reuse)
         return NULL;
-    register_after = pinshim_policy.register_after ? (uint32_t)pinshim_policy.register_after : 1;
+    regcache_register_after = pinshim_policy.register_after ? (uint32_t)pinshim_policy.register_after : 1;
     budget_bytes = pinshim_policy.register_max_bytes;
     if (!budget_bytes) {
         long pages = sysconf(_SC_PHYS_PAGES);
         budget_bytes = pages > 0 ? (uint64_t)pages * page_bytes / 8 : (1ull << 30);
     }
-    enabled = true;
+    regcache_enabled = true;
     subscriber.min_bytes = pinshim_policy.track_min_bytes ? (size_t)pinshim_policy.track_min_bytes : 1;
     return &subscriber;
 }
 
-/* --- the copy path --- */
-
-static uintptr_t host_side(const struct copy *c) { return c->dir == DIR_H2D ? c->src : c->dst; }
-
-void regcache_view(struct copy *c)
-{
-    c->reg_rec = NULL;
-    c->reg_overlap = false;
-    if (!__atomic_load_n(&live_registrations, __ATOMIC_RELAXED) || !c->bytes)
-        return;
-    uintptr_t sides[2] = {c->src, c->dst};
-    enum host_kind *kinds[2] = {&c->src_kind, &c->dst_kind};
-    for (int i = 0; i < 2; i++) {
-        if (*kinds[i] != KIND_PINNED && *kinds[i] != KIND_PAGEABLE)
-            continue;
-        alloc_table_lock();
-        bool ours = alloc_table_registration_overlapping(sides[i], sides[i] + c->bytes) != NULL;
-        alloc_table_unlock();
-        if (ours) {
-            *kinds[i] = KIND_PAGEABLE; /* what the program believes, and what it would be without the shim */
-            c->reg_overlap = true;
-        }
-    }
-}
+/* --- making registrations (for the copy path: regcache_direct) --- */
 
 /* The range to register for r: its whole pages only (see the top of this file). */
 static bool registration_range(const struct alloc_rec *r, uintptr_t *lo, uintptr_t *hi)
@@ -331,14 +310,13 @@ static bool make_room_locked(struct alloc_rec *self)
         alloc_table_each(pick_lru, &p);
         if (!p.best)
             return false;
-        drop_registration_locked(p.best, WHY_EVICT); /* unlocks */
+        regcache_drop_locked(p.best, WHY_EVICT); /* unlocks */
         alloc_table_lock();
     }
     return true;
 }
 
-/* Registers r (lock held, r busy, state NONE); returns with the lock held. */
-static void register_locked(struct alloc_rec *r)
+void regcache_register_locked(struct alloc_rec *r)
 {
     uintptr_t lo, hi;
     if (!registration_range(r, &lo, &hi) || hi - lo > budget_bytes) {
@@ -358,7 +336,7 @@ static void register_locked(struct alloc_rec *r)
     }
     if (registered_now > registered_high)
         registered_high = registered_now;
-    __atomic_add_fetch(&live_registrations, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&regcache_live, 1, __ATOMIC_RELAXED);
     alloc_table_unlock();
     CUresult rc = driver_register(lo, hi - lo);
     alloc_table_lock();
@@ -369,7 +347,7 @@ static void register_locked(struct alloc_rec *r)
     } else {
         r->state = REG_REFUSED;
         registered_now -= hi - lo;
-        __atomic_sub_fetch(&live_registrations, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&regcache_live, 1, __ATOMIC_RELAXED);
         count(&n_refused, 1);
         static int warned;
         if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
@@ -380,95 +358,11 @@ static void register_locked(struct alloc_rec *r)
     alloc_table_broadcast();
 }
 
-bool regcache_direct(struct copy *c)
-{
-    if (!enabled || (c->dir != DIR_H2D && c->dir != DIR_D2H) || c->host_kind != KIND_PAGEABLE || !c->bytes)
-        return false;
-    uintptr_t lo = host_side(c), hi = lo + c->bytes;
-    alloc_table_lock();
-    bool tracked = alloc_table_containing(lo) != NULL;
-    alloc_table_unlock();
-    if (!tracked || (c->async && real_stream_capturing(c->stream))) /* ask the driver only for tracked memory */
-        return false;
-    alloc_table_lock();
-    struct alloc_rec *r = alloc_table_containing(lo); /* again: it may have been freed meanwhile */
-    if (!r || r->detached) {
-        alloc_table_unlock();
-        return false;
-    }
-    r->busy++;
-    if (r->state == REG_NONE && hi <= r->base + r->size && ++r->copies >= register_after)
-        register_locked(r);
-    bool direct = r->state == REG_REGISTERED && !r->detached && r->reg_lo < hi && lo < r->reg_hi;
-    if (direct) {
-        r->last_use = ++lru_clock;
-        c->reg_rec = r; /* stays busy until regcache_after_copy: reg_lo/reg_hi stay as they are */
-        c->reg_overlap = true;
-    } else {
-        r->busy--;
-        alloc_table_broadcast();
-    }
-    alloc_table_unlock();
-    return direct;
-}
-
-bool regcache_stream_idle(const struct copy *c)
-{
-    static void *slot;
-    return stream_call("cuStreamQuery", &slot, c->stream) == CUDA_SUCCESS;
-}
-
-bool regcache_direct_whole(const struct copy *c)
-{
-    uintptr_t lo = host_side(c);
-    return c->reg_rec && c->reg_rec->reg_lo <= lo && lo + c->bytes <= c->reg_rec->reg_hi;
-}
-
-void regcache_direct_range(const struct copy *c, uintptr_t *lo, uintptr_t *hi)
-{
-    *lo = c->reg_rec->reg_lo;
-    *hi = c->reg_rec->reg_hi;
-}
-
-void regcache_clear_edges(uintptr_t lo, uintptr_t hi)
-{
-    if (lo >= hi || !__atomic_load_n(&live_registrations, __ATOMIC_RELAXED) || busy_here())
-        return;
-    for (;;) {
-        alloc_table_lock();
-        struct alloc_rec *r = alloc_table_registration_overlapping(lo, lo + 1);
-        if (!r || r->state != REG_REGISTERED || hi <= r->reg_hi) {
-            alloc_table_unlock();
-            return;
-        }
-        drop_registration_locked(r, WHY_EDGE); /* unlocks */
-    }
-}
-
-void regcache_after_copy(struct copy *c, CUresult result)
-{
-    /* pageable semantics for an async copy of memory the cache pinned: complete on return */
-    bool must_wait = c->reg_overlap && c->async && result == CUDA_SUCCESS && c->action != ACTION_STAGED;
-    if (must_wait && (c->completed || !real_stream_capturing(c->stream))) {
-        static void *slot;
-        if (!c->completed) /* a copy cut at the registration's edges has waited already */
-            stream_call("cuStreamSynchronize", &slot, c->stream);
-        count(&n_waits, 1);
-    }
-    if (c->reg_rec) {
-        alloc_table_lock();
-        c->reg_rec->busy--;
-        alloc_table_broadcast();
-        alloc_table_unlock();
-        c->reg_rec = NULL;
-    }
-}
-
 /* --- summary --- */
 
 size_t regcache_summary_json(char *buf, size_t len)
 {
-    if (!enabled)
+    if (!regcache_enabled)
         return 0;
     uint64_t high, now;
     alloc_table_lock();
@@ -497,7 +391,7 @@ size_t regcache_summary_text(char *buf, size_t len)
 {
     uint64_t regs = __atomic_load_n(&n_registered, __ATOMIC_RELAXED);
     uint64_t refused = __atomic_load_n(&n_refused, __ATOMIC_RELAXED);
-    if (!enabled || (!regs && !refused))
+    if (!regcache_enabled || (!regs && !refused))
         return 0;
     char b1[32], b2[32];
     alloc_table_lock();
@@ -509,7 +403,7 @@ size_t regcache_summary_text(char *buf, size_t len)
     int n = snprintf(buf, len,
                      "==%d== pin-on-reuse: %llu buffers registered after %u copies (%s, high water %s), %llu "
                      "unregistered (%llu freed or unmapped, %llu evicted), %llu refused\n",
-                     (int)getpid(), (unsigned long long)regs, register_after,
+                     (int)getpid(), (unsigned long long)regs, regcache_register_after,
                      units_bytes(__atomic_load_n(&bytes_registered, __ATOMIC_RELAXED), b1, sizeof b1),
                      units_bytes(high, b2, sizeof b2), (unsigned long long)released,
                      (unsigned long long)(__atomic_load_n(&n_released[WHY_FREE], __ATOMIC_RELAXED) +
@@ -521,9 +415,9 @@ size_t regcache_summary_text(char *buf, size_t len)
 
 void regcache_fork_child(void)
 {
-    enabled = false;
+    regcache_enabled = false;
     alloc_events_unsubscribe(&subscriber); /* no allocation is tracked any more */
     alloc_table_forget_all(); /* the child's pages stay as they are; its own frees are plain frees */
-    live_registrations = 0;
+    regcache_live = 0;
     registered_now = 0;
 }
