@@ -1,5 +1,7 @@
 /* copy_entry.c: the handlers of every copy shape. Each turns its arguments into a struct copy,
- * calls its own real function with the arguments unchanged, and records the result.
+ * calls its own real function with the arguments unchanged, and records the result. The handlers
+ * that differ only in their arguments are generated from tables, one row per shape (as the
+ * wrappers are from base/driver_table.h); the batch handlers are written out.
  * Contract: the program sees the real function's return value and side effects, nothing else. */
 #include <stdlib.h>
 
@@ -66,85 +68,65 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
     return stage_d2h(c, (void *)dst, src, bytes, stream, result);
 }
 
-CUresult shape_unified(enum driver_entry_id id, SHAPE_unified_P)
+/* The 1D copy shapes, one row each: X(shape, dst address, its kind, src address, its kind,
+ * stream, async, how staging takes it). A kind of KIND_UNKNOWN means the side is classified
+ * (copy_describe); a stream of NULL means the default stream of the entry's flavour. */
+#define COPY_1D_SHAPES(X)                                                                           \
+    X(unified,       dst,            KIND_UNKNOWN, src,            KIND_UNKNOWN, NULL,   false, unified)\
+    X(unified_async, dst,            KIND_UNKNOWN, src,            KIND_UNKNOWN, stream, true,  unified)\
+    X(htod,          dst,            KIND_DEVICE,  (uintptr_t)src, KIND_UNKNOWN, NULL,   false, h2d)    \
+    X(htod_async,    dst,            KIND_DEVICE,  (uintptr_t)src, KIND_UNKNOWN, stream, true,  h2d)    \
+    X(dtoh,          (uintptr_t)dst, KIND_UNKNOWN, src,            KIND_DEVICE,  NULL,   false, d2h)    \
+    X(dtoh_async,    (uintptr_t)dst, KIND_UNKNOWN, src,            KIND_DEVICE,  stream, true,  d2h)
+
+#define X(shape, dst_addr, dst_kind, src_addr, src_kind, stream_arg, async, staged_as)               \
+    CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
+    {                                                                                               \
+        ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
+        struct copy c;                                                                              \
+        CUresult result;                                                                            \
+        copy_describe(&c, id, dst_addr, dst_kind, src_addr, src_kind, bytes,                        \
+                      driver_stream(id, stream_arg), async);                                        \
+        TIMED_STAGED_COPY(c, stage_##staged_as(&c, dst, src, bytes, c.stream, &result),             \
+                          real(SHAPE_ARGS(shape)));                                                 \
+        return result;                                                                              \
+    }
+COPY_1D_SHAPES(X)
+#undef X
+
+/* Device-to-device and peer copies: described, passed and timed, never staged.
+ * X(shape, stream, async, describe) */
+#define DEVICE_COPY_SHAPES(X)                                                                       \
+    X(dtod,       NULL,   false, describe_device)                                                   \
+    X(dtod_async, stream, true,  describe_device)                                                   \
+    X(peer,       NULL,   false, describe_peer)                                                     \
+    X(peer_async, stream, true,  describe_peer)
+
+static void describe_device(struct copy *c, enum driver_entry_id id, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                            CUstream stream, bool async)
 {
-    ENTRY_PROLOGUE(unified, dst, src, bytes);
-    struct copy c;
-    CUresult result;
-    copy_describe(&c, id, dst, KIND_UNKNOWN, src, KIND_UNKNOWN, bytes, driver_stream(id, NULL), false);
-    TIMED_STAGED_COPY(c, stage_unified(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes));
-    return result;
+    copy_describe(c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, driver_stream(id, stream), async);
 }
 
-CUresult shape_unified_async(enum driver_entry_id id, SHAPE_unified_async_P)
+static void describe_peer(struct copy *c, enum driver_entry_id id, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                          CUstream stream, bool async)
 {
-    ENTRY_PROLOGUE(unified_async, dst, src, bytes, stream);
-    struct copy c;
-    CUresult result;
-    copy_describe(&c, id, dst, KIND_UNKNOWN, src, KIND_UNKNOWN, bytes, driver_stream(id, stream), true);
-    TIMED_STAGED_COPY(c, stage_unified(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes, stream));
-    return result;
+    describe_device(c, id, dst, src, bytes, stream, async);
+    c->dir = DIR_PEER;
 }
 
-CUresult shape_htod(enum driver_entry_id id, SHAPE_htod_P)
-{
-    ENTRY_PROLOGUE(htod, dst, src, bytes);
-    struct copy c;
-    CUresult result;
-    copy_describe(&c, id, dst, KIND_DEVICE, (uintptr_t)src, KIND_UNKNOWN, bytes, driver_stream(id, NULL), false);
-    TIMED_STAGED_COPY(c, stage_h2d(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes));
-    return result;
-}
-
-CUresult shape_htod_async(enum driver_entry_id id, SHAPE_htod_async_P)
-{
-    ENTRY_PROLOGUE(htod_async, dst, src, bytes, stream);
-    struct copy c;
-    CUresult result;
-    copy_describe(&c, id, dst, KIND_DEVICE, (uintptr_t)src, KIND_UNKNOWN, bytes, driver_stream(id, stream), true);
-    TIMED_STAGED_COPY(c, stage_h2d(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes, stream));
-    return result;
-}
-
-CUresult shape_dtoh(enum driver_entry_id id, SHAPE_dtoh_P)
-{
-    ENTRY_PROLOGUE(dtoh, dst, src, bytes);
-    struct copy c;
-    CUresult result;
-    copy_describe(&c, id, (uintptr_t)dst, KIND_UNKNOWN, src, KIND_DEVICE, bytes, driver_stream(id, NULL), false);
-    TIMED_STAGED_COPY(c, stage_d2h(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes));
-    return result;
-}
-
-CUresult shape_dtoh_async(enum driver_entry_id id, SHAPE_dtoh_async_P)
-{
-    ENTRY_PROLOGUE(dtoh_async, dst, src, bytes, stream);
-    struct copy c;
-    CUresult result;
-    copy_describe(&c, id, (uintptr_t)dst, KIND_UNKNOWN, src, KIND_DEVICE, bytes, driver_stream(id, stream), true);
-    TIMED_STAGED_COPY(c, stage_d2h(&c, dst, src, bytes, c.stream, &result), real(dst, src, bytes, stream));
-    return result;
-}
-
-CUresult shape_dtod(enum driver_entry_id id, SHAPE_dtod_P)
-{
-    ENTRY_PROLOGUE(dtod, dst, src, bytes);
-    struct copy c;
-    CUresult result;
-    copy_describe(&c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, driver_stream(id, NULL), false);
-    TIMED_COPY(c, real(dst, src, bytes));
-    return result;
-}
-
-CUresult shape_dtod_async(enum driver_entry_id id, SHAPE_dtod_async_P)
-{
-    ENTRY_PROLOGUE(dtod_async, dst, src, bytes, stream);
-    struct copy c;
-    CUresult result;
-    copy_describe(&c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, driver_stream(id, stream), true);
-    TIMED_COPY(c, real(dst, src, bytes, stream));
-    return result;
-}
+#define X(shape, stream_arg, async, describe)                                                       \
+    CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
+    {                                                                                               \
+        ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
+        struct copy c;                                                                              \
+        CUresult result;                                                                            \
+        describe(&c, id, dst, src, bytes, stream_arg, async);                                       \
+        TIMED_COPY(c, real(SHAPE_ARGS(shape)));                                                     \
+        return result;                                                                              \
+    }
+DEVICE_COPY_SHAPES(X)
+#undef X
 
 /* One side of a 2D/3D copy: its first byte, and its kind when the memory type already says it. */
 static void pitched_side(CUmemorytype type, const void *host, CUdeviceptr dev, size_t offset, uintptr_t *addr,
@@ -230,64 +212,24 @@ static void clear_edges_3d(const CUDA_MEMCPY3D *d)
         TIMED_COPY(c, call);                                                                        \
     } while (0)
 
-CUresult shape_m2d(enum driver_entry_id id, SHAPE_m2d_P)
-{
-    ENTRY_PROLOGUE(m2d, desc);
-    CUresult result;
-    PITCHED_COPY(describe_2d, clear_edges_2d, real(desc), NULL, false);
-    return result;
-}
+/* The 2D and 3D shapes: X(shape, stream, async, dimensions). */
+#define PITCHED_COPY_SHAPES(X)                                                                      \
+    X(m2d,       NULL,   false, 2d)                                                                 \
+    X(m2d_async, stream, true,  2d)                                                                 \
+    X(m3d,       NULL,   false, 3d)                                                                 \
+    X(m3d_async, stream, true,  3d)
 
-CUresult shape_m2d_async(enum driver_entry_id id, SHAPE_m2d_async_P)
-{
-    ENTRY_PROLOGUE(m2d_async, desc, stream);
-    CUresult result;
-    PITCHED_COPY(describe_2d, clear_edges_2d, real(desc, stream), stream, true);
-    return result;
-}
-
-CUresult shape_m3d(enum driver_entry_id id, SHAPE_m3d_P)
-{
-    ENTRY_PROLOGUE(m3d, desc);
-    CUresult result;
-    PITCHED_COPY(describe_3d, clear_edges_3d, real(desc), NULL, false);
-    return result;
-}
-
-CUresult shape_m3d_async(enum driver_entry_id id, SHAPE_m3d_async_P)
-{
-    ENTRY_PROLOGUE(m3d_async, desc, stream);
-    CUresult result;
-    PITCHED_COPY(describe_3d, clear_edges_3d, real(desc, stream), stream, true);
-    return result;
-}
-
-static void describe_peer(struct copy *c, enum driver_entry_id id, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                          CUstream stream, bool async)
-{
-    copy_describe(c, id, dst, KIND_DEVICE, src, KIND_DEVICE, bytes, driver_stream(id, stream), async);
-    c->dir = DIR_PEER;
-}
-
-CUresult shape_peer(enum driver_entry_id id, SHAPE_peer_P)
-{
-    ENTRY_PROLOGUE(peer, dst, dst_ctx, src, src_ctx, bytes);
-    struct copy c;
-    CUresult result;
-    describe_peer(&c, id, dst, src, bytes, NULL, false);
-    TIMED_COPY(c, real(dst, dst_ctx, src, src_ctx, bytes));
-    return result;
-}
-
-CUresult shape_peer_async(enum driver_entry_id id, SHAPE_peer_async_P)
-{
-    ENTRY_PROLOGUE(peer_async, dst, dst_ctx, src, src_ctx, bytes, stream);
-    struct copy c;
-    CUresult result;
-    describe_peer(&c, id, dst, src, bytes, stream, true);
-    TIMED_COPY(c, real(dst, dst_ctx, src, src_ctx, bytes, stream));
-    return result;
-}
+#define X(shape, stream_arg, async, dims)                                                           \
+    CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
+    {                                                                                               \
+        ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
+        CUresult result;                                                                            \
+        PITCHED_COPY(describe_##dims, clear_edges_##dims, real(SHAPE_ARGS(shape)), stream_arg,      \
+                     async);                                                                        \
+        return result;                                                                              \
+    }
+PITCHED_COPY_SHAPES(X)
+#undef X
 
 /* A batch is `count` copies: each is classified and counted on its own, the call's host time
  * shared among them by bytes. Arrays are read only after the driver accepted them. */

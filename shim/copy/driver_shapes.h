@@ -81,6 +81,11 @@
     const char *symbol, void **pfn, int version, cuuint64_t flags, CUdriverProcAddressQueryResult *status
 #define SHAPE_getproc_v2_CA , symbol, pfn, version, flags, status
 
+/* SHAPE_ARGS(S): shape S's argument list without the leading comma (for S with arguments). */
+#define SHAPE_ARGS(shape) SHAPE_ARGS_(SHAPE_##shape##_CA)
+#define SHAPE_ARGS_(...) SHAPE_ARGS_DROP_FIRST_(__VA_ARGS__)
+#define SHAPE_ARGS_DROP_FIRST_(empty, ...) __VA_ARGS__
+
 /* Every shape with arguments (cuCtxSynchronize, the one without, is declared by hand below). */
 #define PINSHIM_SHAPES(S)                                                                           \
     S(unified) S(unified_async) S(htod) S(htod_async) S(dtoh) S(dtoh_async) S(dtod) S(dtod_async)   \
