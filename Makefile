@@ -12,11 +12,12 @@ SHIM_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -pthread \
                -Ishim -Ipolicy -Iinclude -I$(BUILD)/gen -I$(CUDA_HOME)/include
 SHIM_LDFLAGS := -shared -pthread -Wl,--no-undefined -Wl,-z,now -ldl
 
-SHIM_SRC  := $(wildcard shim/*.c) policy/policy.c $(BUILD)/gen/presets.c
-SHIM_ASM  := $(wildcard shim/*.S)
-SHIM_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(notdir $(SHIM_SRC))) \
-             $(patsubst %.S,$(BUILD)/obj/%.o,$(notdir $(SHIM_ASM)))
-SHIM_HDR  := $(wildcard shim/*.h policy/*.h include/*.h)
+# shim/ is one folder per layer (see README "Architecture"); objects mirror the source tree under
+# $(BUILD)/obj, so two layers may hold files of the same name.
+SHIM_SRC  := $(wildcard shim/*/*.c) policy/policy.c
+SHIM_ASM  := $(wildcard shim/*/*.S)
+SHIM_OBJ  := $(patsubst %,$(BUILD)/obj/%.o,$(basename $(SHIM_SRC) $(SHIM_ASM))) $(BUILD)/obj/gen/presets.o
+SHIM_HDR  := $(wildcard shim/*/*.h policy/*.h include/*.h)
 PRESETS   := $(wildcard policy/*.conf)
 
 FAKE_SRC  := $(wildcard tests/fakecuda/*.c)
@@ -30,14 +31,15 @@ TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/te
 .PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads install clean conformance
 all: $(BUILD)/libpinshim.so
 
-vpath %.c shim policy $(BUILD)/gen
-vpath %.S shim
-
 $(BUILD)/gen/presets.c: $(PRESETS) scripts/embed-presets.sh
 	@mkdir -p $(@D)
 	sh scripts/embed-presets.sh $(PRESETS) > $@
 
-$(BUILD)/obj/%.o: %.c $(SHIM_HDR) | $(BUILD)/gen/presets.c
+$(BUILD)/obj/%.o: %.c $(SHIM_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/gen/presets.o: $(BUILD)/gen/presets.c $(SHIM_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
 

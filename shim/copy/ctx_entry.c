@@ -1,0 +1,31 @@
+/* ctx_entry.c: the handlers of cuDevicePrimaryCtxReset (cudaDeviceReset reaches it) and
+ * cuCtxDestroy. A reset frees every allocation of the primary context: the pool forgets its slabs
+ * there, and the range table forgets the program's pinned and registered ranges (all of them: which
+ * device held a range is not recorded; a forgotten range is classified by the driver again). Both
+ * free the context's events: the shim's own events there are destroyed first, while the context
+ * still exists (the real driver crashed on an event of a destroyed context). The program sees the
+ * real result. */
+#include "observe/devtime.h"
+#include "driver_shapes.h"
+#include "entry.h"
+#include "hostmem/memkind.h"
+#include "stage/pool.h"
+
+CUresult shape_primary_reset(enum driver_entry_id id, SHAPE_primary_reset_P)
+{
+    ENTRY_PROLOGUE(primary_reset, dev);
+    pool_forget_context(NULL, dev);
+    devtime_forget_context(NULL);
+    pool_drop_device(dev);
+    CUresult result = real(dev);
+    memkind_clear();
+    return result;
+}
+
+CUresult shape_ctx_destroy(enum driver_entry_id id, SHAPE_ctx_destroy_P)
+{
+    ENTRY_PROLOGUE(ctx_destroy, ctx);
+    pool_forget_context(ctx, -1);
+    devtime_forget_context(ctx);
+    return real(ctx);
+}
