@@ -7,6 +7,7 @@
 
 #include "base/common.h"
 #include "base/driver.h"
+#include "base/real.h"
 #include "copy.h"
 #include "copy_split.h"
 #include "driver_shapes.h"
@@ -39,19 +40,32 @@ static void clear_host_edges(const struct copy *c)
  * the registration's edges when it lies only partly inside), except that an async H2D on a busy
  * stream is staged if staging wants it (no wait behind other work); otherwise stages it or runs
  * `pass`, which may first make the cache drop a registration the copy would run out of.
+ * The shim's own ways (direct, staged) run in relaxed capture mode: the driver refuses a pinned
+ * sync copy or a stream synchronize during another thread's global capture, where the program's
+ * pageable copy was allowed (measured on 2 x H200). `pass` keeps the program's own mode.
  * Times and records every way. */
 #define TIMED_STAGED_COPY(c, stage_call, pass)                                                      \
     do {                                                                                            \
         log_copy_begin(&(c)); /* device timing of sampled copies (observe/log.h) */                 \
         uint64_t t0_ = pinshim_now_ns();                                                            \
+        CUstreamCaptureMode mode_;                                                                  \
+        bool done_ = false;                                                                         \
         if (regcache_direct(&(c))) {                                                                \
+            real_relaxed_begin(&mode_);                                                             \
             if (!((c).async && (c).dir == DIR_H2D && !regcache_stream_idle(&(c)) && stage_wanted(&(c)) && \
                   (stage_call))) {                                                                  \
                 (c).action = ACTION_REGISTERED;                                                     \
                 (c).unstaged = UNSTAGED_NONE;                                                       \
                 result = regcache_direct_whole(&(c)) ? (pass) : copy_split_at_registration(&(c));   \
             }                                                                                       \
-        } else if (!(stage_wanted(&(c)) && (stage_call))) {                                         \
+            real_relaxed_end(mode_);                                                                \
+            done_ = true;                                                                           \
+        } else if (stage_wanted(&(c))) {                                                            \
+            real_relaxed_begin(&mode_);                                                             \
+            done_ = (stage_call);                                                                   \
+            real_relaxed_end(mode_);                                                                \
+        }                                                                                           \
+        if (!done_) {                                                                               \
             clear_host_edges(&(c));                                                                 \
             result = (pass);                                                                        \
         }                                                                                           \

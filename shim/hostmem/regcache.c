@@ -99,8 +99,11 @@ CUresult regcache_stream_call(const char *name, void **slot, CUstream s)
     fn_stream f = (fn_stream)real_driver_symbol_cached(slot, name);
     if (!f)
         return CUDA_ERROR_NOT_FOUND;
+    CUstreamCaptureMode saved;
     pinshim_enter();
+    real_relaxed_begin(&saved); /* a synchronize is refused during another thread's global capture */
     CUresult r = f(s);
+    real_relaxed_end(saved);
     pinshim_leave();
     return r;
 }

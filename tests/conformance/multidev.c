@@ -132,6 +132,7 @@ void case_multidev_reset(void)
     CUdeviceptr dv;
     void *pinned = NULL;
     unsigned char *reg = page_alloc(N), *h = malloc(N);
+    test_fill(reg, N, 59); /* copied below: its bytes must not depend on the heap's history */
     NEED(d.mem_alloc(&dv, N));
     NEED(d.host_alloc(&pinned, N, 0));
     say("register", "%s", rcs(d.host_register(reg, N, CU_MEMHOSTREGISTER_PORTABLE)));

@@ -39,12 +39,15 @@ DEVIATIONS="$HERE/deviations.txt"
 TINY=(PINSHIM_REGISTER_AFTER=1 PINSHIM_TRACK_MIN_BYTES=4096 PINSHIM_STAGE_MIN_BYTES=4096
       PINSHIM_STAGE_D2H_MIN_BYTES=4096)
 
-# Lines the shim checks always leave out: what they print depends on whether anything reused an
-# address the program freed, and the shim's own allocations (the pool, the link probe) may.
-# A copy into freed memory is undefined behaviour for the program, with or without the shim.
-ADDRESS_REUSE_KEYS="multidev.context.after.copy_into_freed_device"
+# Lines the shim checks always leave out, each after undefined behaviour of the program:
+# - a copy into freed device memory: whether it fails depends on whether anything reused the
+#   address, and the shim's own allocations (the pool, the link probe) may;
+# - the context's state after copies past the end of an allocation or a mapping: on 2 x H200 the
+#   driver tore the context down (709) without the shim and not with it (the shim holds its own
+#   reference to the primary context); not investigated further.
+UNDEFINED_UNDER_SHIM="multidev.context.after.copy_into_freed_device risky.*.after"
 
-driver="" check=all out="" shim_exclude="$ADDRESS_REUSE_KEYS" cases=()
+driver="" check=all out="" shim_exclude="$UNDEFINED_UNDER_SHIM" cases=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --driver) driver=${2:-}; shift 2 ;;
