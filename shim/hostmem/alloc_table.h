@@ -37,6 +37,7 @@ struct alloc_rec {
     uint32_t copies;         /* copies that touched it while not registered */
     enum reg_state state;
     uintptr_t reg_lo, reg_hi; /* the registered range, when state is REGISTERING..UNREGISTERING */
+    void *reg_ctx;            /* the context current at the registration (CUcontext): it ends with it */
     uint64_t last_use;        /* registration-cache clock at the last copy: least recently used first */
     int busy;                 /* copies and registrations in progress that use this record */
     bool detached;            /* removed from the table; the last user frees it */

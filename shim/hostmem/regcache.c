@@ -35,7 +35,7 @@ uint64_t regcache_lru_clock;
 
 /* Counters, relaxed atomics. */
 static const char *const why_names[WHY_COUNT] = {"free",  "munmap", "madvise", "evicted", "program_register",
-                                                 "stale", "edge"};
+                                                 "stale", "edge",   "context"};
 static uint64_t n_registered, bytes_registered, n_refused, n_waits, n_released[WHY_COUNT], n_tracked;
 int regcache_live;
 
@@ -53,15 +53,22 @@ typedef CUresult (*fn_register)(void *, size_t, unsigned int);
 typedef CUresult (*fn_unregister)(void *);
 typedef CUresult (*fn_stream)(CUstream);
 
-static CUresult driver_register(uintptr_t lo, size_t len)
+/* Registers [lo, lo + len) and says in which context: the registration ends with that context
+ * (cuCtxDestroy, or a primary context reset: seen on 2 x H200), regcache_forget_context(). */
+static CUresult driver_register(uintptr_t lo, size_t len, void **ctx)
 {
-    static void *slot;
+    static void *slot, *current_slot;
     fn_register f = (fn_register)real_driver_symbol_cached(&slot, "cuMemHostRegister_v2");
+    CUresult (*current)(CUcontext *) = (CUresult(*)(CUcontext *))real_driver_symbol_cached(&current_slot, "cuCtxGetCurrent");
     if (!f)
         return CUDA_ERROR_NOT_FOUND;
     CUstreamCaptureMode saved;
+    CUcontext c = NULL;
     in_cache++;
     pinshim_enter();
+    if (current && current(&c) != CUDA_SUCCESS)
+        c = NULL;
+    *ctx = c;
     real_relaxed_begin(&saved); /* never disturb a capture the calling thread is making */
     CUresult r = f((void *)lo, len, CU_MEMHOSTREGISTER_PORTABLE);
     real_relaxed_end(saved);
@@ -147,6 +154,45 @@ void regcache_drop_locked(struct alloc_rec *r, enum release_why why)
     r->busy--;
     alloc_table_broadcast();
     alloc_table_unlock();
+}
+
+struct ctx_pick {
+    void *ctx;
+    struct alloc_rec *r;
+};
+
+static void pick_in_context(struct alloc_rec *r, void *arg)
+{
+    struct ctx_pick *p = arg;
+    if (!p->r && r->state == REG_REGISTERED && r->reg_ctx == p->ctx)
+        p->r = r;
+}
+
+void regcache_forget_context(void *ctx)
+{
+    if (!ctx || !__atomic_load_n(&regcache_live, __ATOMIC_RELAXED) || regcache_busy_here())
+        return;
+    for (;;) {
+        alloc_table_lock();
+        struct ctx_pick p = {ctx, NULL};
+        alloc_table_each(pick_in_context, &p);
+        if (!p.r) {
+            alloc_table_unlock();
+            return;
+        }
+        if (p.r->busy) { /* a copy using it: wait, then look again (the record may be gone by then) */
+            alloc_table_wait();
+            alloc_table_unlock();
+            continue;
+        }
+        registered_now -= reg_len(p.r);
+        p.r->state = REG_NONE; /* the driver drops it with the context: nothing to unregister */
+        p.r->copies = 0;
+        __atomic_sub_fetch(&regcache_live, 1, __ATOMIC_RELAXED);
+        count(&n_released[WHY_CONTEXT], 1);
+        alloc_table_broadcast();
+        alloc_table_unlock();
+    }
 }
 
 /* --- the allocation events (alloc_events.h): what the hooks tell the cache --- */
@@ -341,7 +387,7 @@ void regcache_register_locked(struct alloc_rec *r)
         registered_high = registered_now;
     __atomic_add_fetch(&regcache_live, 1, __ATOMIC_RELAXED);
     alloc_table_unlock();
-    CUresult rc = driver_register(lo, hi - lo);
+    CUresult rc = driver_register(lo, hi - lo, &r->reg_ctx);
     alloc_table_lock();
     if (rc == CUDA_SUCCESS) {
         r->state = REG_REGISTERED;

@@ -57,4 +57,8 @@ size_t regcache_summary_text(char *buf, size_t len);
 /* Forked child: forget every registration and record, no CUDA calls, track nothing (unsubscribes). */
 void regcache_fork_child(void);
 
+/* The context ctx (a CUcontext) is about to be destroyed or, a primary context, reset: the driver
+ * drops the registrations made in it, so the cache forgets them (without unregistering). */
+void regcache_forget_context(void *ctx);
+
 #endif

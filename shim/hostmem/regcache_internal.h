@@ -9,7 +9,7 @@
 #include "regcache.h"
 
 /* Why a registration was dropped (counted by cause in the summary). */
-enum release_why { WHY_FREE, WHY_UNMAP, WHY_DISCARD, WHY_EVICT, WHY_PROGRAM, WHY_STALE, WHY_EDGE, WHY_COUNT };
+enum release_why { WHY_FREE, WHY_UNMAP, WHY_DISCARD, WHY_EVICT, WHY_PROGRAM, WHY_STALE, WHY_EDGE, WHY_CONTEXT, WHY_COUNT };
 
 extern bool regcache_enabled;           /* pin_on_reuse and interception on, not a forked child */
 extern uint32_t regcache_register_after; /* copies before an allocation is registered */
