@@ -31,8 +31,8 @@
       "stage pageable H2D copies of at least this many bytes; smaller ones pass to the driver, which is as fast there") \
     X(SIZE, stage_d2h_min_bytes, "64K", "",                                                    \
       "stage pageable D2H copies of at least this many bytes (the driver's pageable D2H path is slow from 64K up)") \
-    X(BOOL, stage_hugepages, "on", "",                                                         \
-      "before a staged D2H fills a destination, ask for transparent huge pages on the 2 MiB blocks it writes in full (when the system's THP setting is madvise and the program gave no huge-page advice itself)") \
+    X(BOOL, stage_hugepages, "off", "",                                                        \
+      "before a staged D2H fills a destination, ask for transparent huge pages on the 2 MiB blocks it writes in full (THP madvise mode, no huge-page advice of the program's); off by default: the advice splits the mapping, and a later mremap of the whole mapping then fails") \
     X(SIZE, stage_chunk_bytes, "16M", "",                                                      \
       "size of one pinned chunk: the unit of the memcpy/DMA pipeline") \
     X(COUNT, stage_threads, "0", "",                                                           \

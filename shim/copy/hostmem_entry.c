@@ -50,6 +50,9 @@ CUresult shape_host_unregister(enum driver_entry_id id, SHAPE_host_unregister_P)
 {
     ENTRY_PROLOGUE(host_unregister, p);
     guard_on_host_release((uintptr_t)p); /* unprotect before the pages go away */
+    /* A registration of the cache's own there goes first, so the program's call gets what it would
+     * without the shim (e.g. 713 for memory whose registration died with its context). */
+    regcache_on_program_register((uintptr_t)p, 1);
     CUresult result = real(p);
     if (result == CUDA_SUCCESS)
         memkind_remove_range((uintptr_t)p);

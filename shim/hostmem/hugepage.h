@@ -5,7 +5,9 @@
  * Only blocks wholly inside the copy's destination are advised, so a program that touches part of a
  * large allocation gets no more resident memory than before; nothing is advised when the system's
  * THP setting is not "madvise" (with "always" it is already done, with "never" it is refused), when
- * stage_hugepages is off, or once the program has given any huge-page advice of its own.
+ * stage_hugepages is off (the default), or once the program has given any huge-page advice of its own.
+ * Off by default because the advice splits the program's mapping into several: an mremap of the
+ * whole mapping then fails (EFAULT), which the differential fuzzer found (seeds 24, 25).
  * Contract: thread-safe; the madvise is a raw system call (the shim's own hooks never see it). */
 #ifndef PINSHIM_HUGEPAGE_H
 #define PINSHIM_HUGEPAGE_H

@@ -166,10 +166,10 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     grep -q 'documented default, not measured' "$WORK/noprobe.err"
 }
 
-@test "stage_hugepages: a staged D2H into a fresh buffer gets huge pages for the 2 MiB blocks it fills; off: none" {
+@test "stage_hugepages = on: a staged D2H into a fresh buffer gets huge pages for the 2 MiB blocks it fills; off: none" {
     grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null ||
         skip "the system's THP setting is not madvise: the shim gives no huge-page advice"
-    staged freshdst
+    staged freshdst PINSHIM_STAGE_HUGEPAGES=on
     diff "$WORK/plain.out" "$WORK/shim.out"
     grep -qx 'huge: 0 kB' "$WORK/plain.err"
     kb=$(sed -n 's/^huge: \([0-9]*\) kB$/\1/p' "$WORK/shim.err")

@@ -412,10 +412,12 @@ FK_ENTRY(cuMemGetAddressRange_v2, (CUdeviceptr *pbase, size_t *psize, CUdevicept
 static CUresult hr_insert(struct hrange *n)
 {
   size_t i = hupper(n->base);
+  /* Overlapping a registration: already registered; overlapping pinned memory (cuMemHostAlloc):
+   * an invalid value (measured on 2 x H200, driver 580). */
   if (i > 0 && hr[i - 1].base + hr[i - 1].size > n->base)
-    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    return hr[i - 1].kind == FK_MEM_PINNED ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
   if (i < hr_n && hr[i].base < n->base + n->size)
-    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    return hr[i].kind == FK_MEM_PINNED ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
   if (hr_n == hr_cap) {
     size_t ncap = hr_cap ? hr_cap * 2 : 64;
     struct hrange *nv = realloc(hr, ncap * sizeof *nv);
@@ -601,12 +603,14 @@ FK_ENTRY(cuMemHostUnregister, (void *p))
     return r;
   if (!hr_has_base((uintptr_t)p, FK_MEM_REGISTERED)) {
     /* Measured on the H200: an address inside a registration that is not its base is rejected as
-     * an invalid value; one outside every registration as not registered. */
+     * an invalid value; one outside every registration as not registered. On 2 x H200 (driver
+     * 580): NULL, pinned memory (cuMemHostAlloc) and device memory are invalid values too. */
     pthread_rwlock_rdlock(&mem_lock);
     struct hrange *inside = hfind((uintptr_t)p);
-    int in_registration = inside && inside->kind == FK_MEM_REGISTERED;
+    int invalid = !p || in_arena((uintptr_t)p) || (inside && (inside->kind == FK_MEM_REGISTERED ||
+                                                              inside->kind == FK_MEM_PINNED));
     pthread_rwlock_unlock(&mem_lock);
-    return in_registration ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    return invalid ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
   }
   fk_sync_ctx(NULL); /* unregister waits for in-flight copies touching the memory */
   struct hrange old;
@@ -672,15 +676,18 @@ void fk_mem_drop_ctx(fk_ctx *c)
     }
     h->n = keep;
   }
-  /* Registrations stay: whether the real driver drops them with their context is not known yet
-   * (the conformance suite's multidev.ctx.* cases ask it). */
+  /* Registrations go with the context that made them, portable or not (measured on 2 x H200,
+   * driver 580: the pointer reads as pageable afterwards and cuMemHostUnregister returns 713);
+   * the pages themselves are the program's and stay. Pinned allocations are freed. */
   size_t keep = 0;
   for (size_t i = 0; i < hr_n; i++) {
     struct hrange *r = &hr[i];
-    if (r->ctx != c || r->kind != FK_MEM_PINNED) {
+    if (r->ctx != c) {
       hr[keep++] = *r;
       continue;
     }
+    if (r->kind != FK_MEM_PINNED)
+      continue;
     sys_munmap((void *)r->base, r->maplen); /* freed: the program's view goes too */
     if (r->alias)
       sys_munmap(r->alias, r->maplen);
@@ -733,7 +740,8 @@ static CUresult put_attr(void *data, CUpointer_attribute attr, uintptr_t p, cons
   case CU_POINTER_ATTRIBUTE_HOST_POINTER:
     if (strict && pi->kind == FK_MEM_DEVICE)
       return CUDA_ERROR_INVALID_VALUE;
-    *(void **)data = (known && pi->kind != FK_MEM_DEVICE) ? (void *)p : NULL;
+    /* pageable memory too: measured on 2 x H200, driver 580 (cuPointerGetAttributes) */
+    *(void **)data = pi->kind != FK_MEM_DEVICE ? (void *)p : NULL;
     break;
   case CU_POINTER_ATTRIBUTE_IS_MANAGED:
     *(unsigned int *)data = pi->kind == FK_MEM_MANAGED;

@@ -509,6 +509,15 @@ static CUresult stream_sync(CUstream h, int pt)
   r = fk_stream_resolve(h, pt, &s);
   if (r == CUDA_SUCCESS)
     r = fk_capture_legacy_use(s, 1);
+  if (r == CUDA_SUCCESS && !s->capture) {
+    /* synchronizing a stream that does not capture is a potentially unsafe call: refused, and the
+     * global captures invalidated (measured on 2 x H200, driver 580) */
+    pthread_mutex_unlock(&fk_lock);
+    r = fk_capture_unsafe_call();
+    pthread_mutex_lock(&fk_lock);
+    if (r == CUDA_SUCCESS && fk_stream_resolve(h, pt, &s) != CUDA_SUCCESS)
+      r = CUDA_ERROR_INVALID_HANDLE;
+  }
   if (r == CUDA_SUCCESS && s->capture) {
     fk_capture_invalidate(s);
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;

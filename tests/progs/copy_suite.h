@@ -181,7 +181,10 @@ static int run_copy_suite(struct test_driver *d)
     test_fill(src, 4096, 7);
     CUdeviceptr dsts[3] = {a, (CUdeviceptr)pinned2, c}, srcs[3] = {(CUdeviceptr)src, b, a};
     size_t sizes[3] = {4096, 8192, 100};
-    CHECK(d->batch(dsts, srcs, sizes, 3, NULL, NULL, 0, s));
+    CUmemcpyAttributes attr = {0};
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM; /* one attribute set for all: the driver needs one */
+    size_t attr_idx = 0;
+    CHECK(d->batch(dsts, srcs, sizes, 3, &attr, &attr_idx, 1, s));
     expect("h2d", "pageable"), expect("d2h", "pinned"), expect("d2d", "device");
     CHECK(d->stream_sync(s));
     printf("%-40s hash %016llx\n", "batch", (unsigned long long)test_hash(pinned2, 8192));
