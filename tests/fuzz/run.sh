@@ -10,7 +10,8 @@
 #     --seconds N         stop starting new seeds after N seconds; with no seeds, run 1, 2, 3, ...
 #     --out DIR           keep every seed's outputs there (default: a temporary folder; outputs of
 #                         diverging seeds are kept either way and their folder is printed)
-#     --policies LIST     comma list of default, aggressive (default: both)
+#     --policies LIST     comma list of default, aggressive (default: both); none: no run with the
+#                         shim (with --twice: only check that the fuzzer itself is deterministic)
 #     --ops N             operations per seed (default 300); --from S: first seed with --seconds
 #     --twice             also run each seed twice without the shim (checks the fuzzer itself)
 #     --fuzz-args "..."   more fuzzprog options (--probes, --budget-mb M, --devices N)
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     --fuzz-args) fuzz_args="$2"; shift 2 ;;
     --timeout) per_run="$2"; shift 2 ;;
     --with-env) with_env="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) seeds+=("$1"); shift ;;
     esac
@@ -73,8 +74,9 @@ policy_env() {
     *) echo "run.sh: unknown policy $1" >&2; exit 2 ;;
     esac
 }
-IFS=, read -r -a policy_list <<<"$policies"
-for p in "${policy_list[@]}"; do policy_env "$p" >/dev/null || exit 2; done
+policy_list=()
+[ "$policies" = none ] || IFS=, read -r -a policy_list <<<"$policies"
+for p in ${policy_list[@]+"${policy_list[@]}"}; do policy_env "$p" >/dev/null || exit 2; done
 
 keep=1
 if [ -z "$out" ]; then
@@ -129,7 +131,7 @@ run_seed() {
             "$out/$tag.plain.out" "$out/$tag.plain2.out" || broken=$((broken + 1))
     fi
     local bad=0 p
-    for p in "${policy_list[@]}"; do
+    for p in ${policy_list[@]+"${policy_list[@]}"}; do
         # shellcheck disable=SC2046 # the policy is a list of assignments
         one_run "$tag.$p" "$SHIM" $(policy_env "$p") $with_env
         runs=$((runs + 1))
