@@ -1,20 +1,10 @@
-/* copyops.c: the fuzzer's copies, through every entry point the shim wraps for them: HtoD/DtoH/DtoD
- * (sync and async), cuMemcpy/cuMemcpyAsync with host pointers, 2D copies (host, device or unified
- * memory types), peer copies between two devices. Each picks its buffers, range and stream, waits
- * for conflicting work (model.c), copies, records what stays pending, and reads back what it may. */
+/* copyops.c: the fuzzer's linear copies, through every entry point the shim wraps for them:
+ * HtoD/DtoH/DtoD (sync and async), cuMemcpy/cuMemcpyAsync with host pointers, batches, peer copies
+ * between two devices. Each picks its buffers, range and stream, waits for conflicting work
+ * (model.c), copies, records what stays pending, and reads back what it may. 2D/3D: pitched.c. */
 #include "fuzz.h"
 
-enum dir { H2D, D2H, D2D };
-
-/* Where a copy runs: an async copy on any stream; a sync copy on the legacy or per-thread default
- * stream, depending on the flavour of the call. */
-struct call {
-    int slot, async;
-    const struct test_driver *t;
-    CUstream h;
-};
-
-static void call_pick(struct call *c, int dev, int async)
+void call_pick(struct call *c, int dev, int async)
 {
     c->async = async;
     c->h = NULL;
@@ -27,7 +17,7 @@ static void call_pick(struct call *c, int dev, int async)
 }
 
 /* After settling (which may switch contexts): the stream and the current context. */
-static void call_ready(struct call *c, int dev)
+void call_ready(struct call *c, int dev)
 {
     if (c->async)
         c->h = slot_stream(c->slot, &c->t);
@@ -35,13 +25,13 @@ static void call_ready(struct call *c, int dev)
         use_dev(dev);
 }
 
-static const char *flavour(const struct call *c)
+const char *flavour(const struct call *c)
 {
     return c->t == &F.dp ? "p" : "";
 }
 
 /* A random allocated device buffer of `dev` other than number `not_k`, or NULL. */
-static struct dbuf *pick_dbuf(int dev, int *k, int not_k)
+struct dbuf *pick_dbuf(int dev, int *k, int not_k)
 {
     int seen = 0;
     struct dbuf *chosen = NULL;
@@ -54,7 +44,7 @@ static struct dbuf *pick_dbuf(int dev, int *k, int not_k)
 }
 
 /* The program may overwrite or free a pageable source as soon as the copy returns. */
-static void after_h2d(struct hbuf *b, size_t off, size_t len, const struct call *c, uint32_t seq)
+void after_h2d(struct hbuf *b, size_t off, size_t len, const struct call *c, uint32_t seq)
 {
     touch_host(b);
     if (host_pinned(b)) {
@@ -71,7 +61,7 @@ static void after_h2d(struct hbuf *b, size_t off, size_t len, const struct call 
 }
 
 /* A D2H copy into pageable memory, and any sync one, is complete when it returns. */
-static void after_d2h(struct hbuf *b, size_t off, size_t len, const struct call *c, uint32_t seq)
+void after_d2h(struct hbuf *b, size_t off, size_t len, const struct call *c, uint32_t seq)
 {
     touch_host(b);
     if (c->async && host_pinned(b)) {
@@ -169,106 +159,6 @@ void op_dtod(void)
     copy_d2d((int)rnd((size_t)F.ndev), chance(30));
 }
 
-/* One side of a 2D copy: rows of `w` bytes, `pitch` apart, starting `start` bytes into a buffer
- * of n bytes, spelled as a base pointer plus X and Y (or the base pointer alone). */
-struct side {
-    size_t n, pitch, start, base, x, y;
-};
-
-static void lay_out(struct side *s, size_t w, size_t h, int device)
-{
-    size_t pitch = device ? (chance(60) ? (w + 511) / 512 * 512 : w + rnd(300)) : w + (chance(50) ? 0 : rnd(1024));
-    if ((h - 1) * pitch + w > s->n)
-        pitch = w; /* always fits: w * h <= n */
-    size_t extent = (h - 1) * pitch + w;
-    s->pitch = pitch;
-    s->start = rnd(s->n - extent + 1);
-    s->base = s->start;
-    s->x = s->y = 0;
-    if (chance(50) && s->start % pitch + w <= pitch) {
-        s->base = 0;
-        s->y = s->start / pitch;
-        s->x = s->start % pitch;
-    }
-}
-
-static size_t extent_of(const struct side *s, size_t w, size_t h)
-{
-    return (h - 1) * s->pitch + w;
-}
-
-void op_2d(void)
-{
-    enum dir dir = (enum dir)rnd(3);
-    int dev = (int)rnd((size_t)F.ndev), ka = 0, kb = -1;
-    struct hbuf *hb = NULL;
-    struct dbuf *da = pick_dbuf(dev, &ka, -1), *db = NULL;
-    if (dir == D2D)
-        db = da ? pick_dbuf(dev, &kb, ka) : NULL;
-    else
-        hb = pick_host();
-    if (!da || (dir == D2D ? !db : !hb))
-        return;
-    /* src/dst sides: the host buffer (if any) is the source of H2D and the target of D2H */
-    struct side hs = {hb ? hb->n : db->n, 0, 0, 0, 0, 0}, ds = {da->n, 0, 0, 0, 0, 0};
-    size_t cap = hs.n < ds.n ? hs.n : ds.n;
-    size_t h = rnd_range(1, 32);
-    if (h > cap)
-        h = cap;
-    size_t w = chance(50) ? rnd_range(1, cap / h < 4096 ? cap / h : 4096) : rnd_range(1, cap / h);
-    lay_out(&hs, w, h, hb == NULL);
-    lay_out(&ds, w, h, 1);
-    struct call c;
-    call_pick(&c, dev, chance(40));
-    if (hb)
-        settle(hb->last, c.slot);
-    else
-        settle(db->last, c.slot);
-    settle(da->last, c.slot);
-    call_ready(&c, dev);
-
-    CUDA_MEMCPY2D m;
-    memset(&m, 0, sizeof m);
-    CUmemorytype other_type = hb ? (chance(25) ? CU_MEMORYTYPE_UNIFIED : CU_MEMORYTYPE_HOST)
-                                 : (chance(25) ? CU_MEMORYTYPE_UNIFIED : CU_MEMORYTYPE_DEVICE);
-    CUmemorytype dev_type = chance(25) ? CU_MEMORYTYPE_UNIFIED : CU_MEMORYTYPE_DEVICE;
-    unsigned char *host = hb ? hb->p + hs.base : NULL;
-    CUdeviceptr other = hb ? (CUdeviceptr)(uintptr_t)host : db->p + hs.base, dptr = da->p + ds.base;
-    int from_other = dir != D2H; /* H2D: host -> da; D2D: db -> da; D2H: da -> host */
-    if (from_other) {
-        m.srcMemoryType = other_type, m.srcHost = host, m.srcDevice = other, m.srcPitch = hs.pitch;
-        m.srcXInBytes = hs.x, m.srcY = hs.y;
-        m.dstMemoryType = dev_type, m.dstDevice = dptr, m.dstPitch = ds.pitch;
-        m.dstXInBytes = ds.x, m.dstY = ds.y;
-    } else {
-        m.srcMemoryType = dev_type, m.srcDevice = dptr, m.srcPitch = ds.pitch;
-        m.srcXInBytes = ds.x, m.srcY = ds.y;
-        m.dstMemoryType = other_type, m.dstHost = host, m.dstDevice = other, m.dstPitch = hs.pitch;
-        m.dstXInBytes = hs.x, m.dstY = hs.y;
-    }
-    if (m.srcMemoryType != CU_MEMORYTYPE_HOST)
-        m.srcHost = NULL;
-    if (m.dstMemoryType != CU_MEMORYTYPE_HOST)
-        m.dstHost = NULL;
-    m.WidthInBytes = w;
-    m.Height = h;
-    uint32_t seq = enqueue(c.slot);
-    int unaligned = !c.async && chance(50);
-    CUresult r = c.async ? c.t->m2d_async(&m, c.h) : unaligned ? c.t->m2d_unaligned(&m) : c.t->m2d(&m);
-    said(r, "%s%s %s %s%d[%zu,+%zu pitch %zu] d%d.%d[%zu,+%zu pitch %zu] w=%zu h=%zu types=%d,%d s%d%s",
-         unaligned ? "memcpy2d_unaligned" : "memcpy2d", c.async ? "_async" : "",
-         dir == H2D ? "h2d" : dir == D2H ? "d2h" : "d2d", hb ? "h" : "d", hb ? hb->id : dev * FZ_DBUFS + kb,
-         hs.start, extent_of(&hs, w, h), hs.pitch, dev, ka, ds.start, extent_of(&ds, w, h), ds.pitch, w, h,
-         (int)m.srcMemoryType, (int)m.dstMemoryType, c.slot, flavour(&c));
-    da->last[c.slot] = seq;
-    if (!hb)
-        db->last[c.slot] = seq;
-    else if (dir == H2D)
-        after_h2d(hb, hs.start, extent_of(&hs, w, h), &c, seq);
-    else
-        after_d2h(hb, hs.start, extent_of(&hs, w, h), &c, seq);
-}
-
 /* A copy between the two devices' buffers, then a wait for it in the issuing context. */
 void op_peer(void)
 {
@@ -299,4 +189,135 @@ void op_peer(void)
         sync_slot(slot_index(sdev, SLOT_ORPHAN));
         sync_slot(slot_index(ddev, SLOT_ORPHAN));
     }
+}
+
+/* One copy of a batch; its ranges must not overlap another's (a batch's copies run in any order). */
+struct batch_item {
+    enum dir dir;
+    struct hbuf *hb;
+    struct dbuf *dst, *src; /* device ends, NULL where the end is hb */
+    int kd, ks;
+    size_t hoff, doff, soff, len;
+};
+
+#define BATCH_MAX 8
+
+static int overlaps(const struct batch_item *it, int n, const struct dbuf *b, size_t off, size_t len)
+{
+    for (int i = 0; i < n; i++) {
+        const struct dbuf *ends[2] = {it[i].dst, it[i].src};
+        const size_t offs[2] = {it[i].doff, it[i].soff};
+        for (int e = 0; e < 2; e++)
+            if (ends[e] == b && off < offs[e] + it[i].len && offs[e] < off + len)
+                return 1;
+    }
+    return 0;
+}
+
+static int host_taken(const struct batch_item *it, int n, const struct hbuf *b)
+{
+    for (int i = 0; i < n; i++)
+        if (it[i].hb == b)
+            return 1;
+    return 0;
+}
+
+/* Adds one random copy to it[n] (returns 0 when the pick collides with an earlier one). */
+static int batch_pick(struct batch_item *it, int n, int dev)
+{
+    struct batch_item *x = &it[n];
+    memset(x, 0, sizeof *x);
+    x->dir = (enum dir)rnd(3);
+    struct dbuf *a = pick_dbuf(dev, &x->kd, -1);
+    if (!a)
+        return 0;
+    if (x->dir == D2D) {
+        x->dst = a;
+        x->src = pick_dbuf(dev, &x->ks, -1); /* may be the same buffer: the ranges stay apart */
+        pick_range(x->src->n, a->n, &x->soff, &x->len);
+        x->doff = rnd(a->n - x->len + 1);
+        if (x->src == a && x->soff < x->doff + x->len && x->doff < x->soff + x->len)
+            return 0;
+        return !overlaps(it, n, a, x->doff, x->len) && !overlaps(it, n, x->src, x->soff, x->len);
+    }
+    x->hb = pick_host();
+    if (!x->hb || host_taken(it, n, x->hb))
+        return 0;
+    pick_range(x->hb->n, a->n, &x->hoff, &x->len);
+    x->doff = rnd(a->n - x->len + 1);
+    if (x->dir == H2D)
+        x->dst = a;
+    else
+        x->src = a, x->ks = x->kd, x->soff = x->doff;
+    return !overlaps(it, n, a, x->doff, x->len);
+}
+
+/* cuMemcpyBatchAsync: up to 8 copies in any direction, on a stream other than the legacy one (a few
+ * on the legacy one, which the driver refuses), with one or two attribute sets. The documentation
+ * promises nothing about the host memory before the stream is synchronized, so the model treats
+ * every host buffer in it as pending, and waits for all earlier work on every buffer first (source
+ * orders other than "stream" require that no earlier work touches the source). */
+void op_batch(void)
+{
+    int dev = (int)rnd((size_t)F.ndev), n = 0, want = (int)rnd_range(1, BATCH_MAX);
+    struct batch_item it[BATCH_MAX];
+    for (int tries = 0; n < want && tries < 3 * BATCH_MAX; tries++)
+        n += batch_pick(it, n, dev);
+    if (!n)
+        return;
+    int slot = slot_index(dev, chance(5) ? SLOT_LEGACY : (enum slot_role)rnd_range(SLOT_PER_THREAD, SLOT_NONBLOCKING1));
+    CUdeviceptr dsts[BATCH_MAX], srcs[BATCH_MAX];
+    size_t sizes[BATCH_MAX];
+    for (int i = 0; i < n; i++) {
+        struct batch_item *x = &it[i];
+        if (x->hb)
+            settle(x->hb->last, -1);
+        settle((x->dst ? x->dst : x->src)->last, -1);
+        if (x->dir == D2D)
+            settle(x->src->last, -1);
+        CUdeviceptr host = x->hb ? (CUdeviceptr)(uintptr_t)(x->hb->p + x->hoff) : 0;
+        dsts[i] = x->dir == D2H ? host : x->dst->p + x->doff;
+        srcs[i] = x->dir == H2D ? host : x->src->p + x->soff;
+        sizes[i] = x->len;
+    }
+    const struct test_driver *t;
+    CUstream h = slot_stream(slot, &t);
+    CUmemcpyAttributes attrs[2];
+    size_t idxs[2] = {0, n > 1 ? rnd_range(1, (size_t)n - 1) : 0}, nattrs = n > 1 && chance(50) ? 2 : 1;
+    memset(attrs, 0, sizeof attrs);
+    for (int k = 0; k < 2; k++) {
+        attrs[k].srcAccessOrder = (CUmemcpySrcAccessOrder)rnd_range(CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+                                                                    CU_MEMCPY_SRC_ACCESS_ORDER_ANY);
+        attrs[k].flags = chance(30) ? CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE : 0;
+    }
+    for (int i = 0; i < n; i++) {
+        struct batch_item *x = &it[i];
+        if (x->hb)
+            say("batch item %d %s h%d[%zu,+%zu] d%d.%d+%zu", i, x->dir == H2D ? "h2d" : "d2h", x->hb->id, x->hoff,
+                x->len, dev, x->kd, x->doff);
+        else
+            say("batch item %d d2d d%d.%d+%zu -> d%d.%d+%zu n=%zu", i, dev, x->ks, x->soff, dev, x->kd, x->doff,
+                x->len);
+    }
+    uint32_t seq = enqueue(slot);
+    said(t->batch(dsts, srcs, sizes, (size_t)n, attrs, idxs, nattrs, h), "batch n=%d attrs=%zu order=%d,%d s%d%s",
+         n, nattrs, (int)attrs[0].srcAccessOrder, nattrs > 1 ? (int)attrs[1].srcAccessOrder : 0, slot,
+         t == &F.dp ? "p" : "");
+    for (int i = 0; i < n; i++) {
+        struct batch_item *x = &it[i];
+        if (x->hb) {
+            x->hb->last[slot] = seq;
+            touch_host(x->hb);
+        }
+        if (x->dst)
+            x->dst->last[slot] = seq;
+        if (x->src)
+            x->src->last[slot] = seq;
+    }
+    if (chance(50))
+        return;
+    sync_slot(slot);
+    for (int i = 0; i < n; i++)
+        if (it[i].dir == D2H)
+            read_back("h", it[i].hb->id, it[i].hb->p, it[i].hoff, it[i].len);
 }

@@ -139,12 +139,32 @@ void op_register(void);
 void op_unregister(void);
 void op_probe(void);
 
-/* copyops.c: every copy entry point */
+/* copyops.c: linear copies, and what every copy shares */
+enum dir { H2D, D2H, D2D };
+
+/* Where a copy runs: an async copy on any stream; a sync copy on the legacy or per-thread default
+ * stream, depending on the flavour of the call. */
+struct call {
+    int slot, async;
+    const struct test_driver *t;
+    CUstream h;
+};
+
+void call_pick(struct call *c, int dev, int async);
+void call_ready(struct call *c, int dev);  /* after settling (which may switch contexts) */
+const char *flavour(const struct call *c); /* "p" for the per-thread flavour */
+struct dbuf *pick_dbuf(int dev, int *k, int not_k);
+void after_h2d(struct hbuf *b, size_t off, size_t len, const struct call *c, uint32_t seq);
+void after_d2h(struct hbuf *b, size_t off, size_t len, const struct call *c, uint32_t seq);
 void op_htod(void);
 void op_dtoh(void);
 void op_unified(void);
-void op_2d(void);
 void op_dtod(void);
 void op_peer(void);
+void op_batch(void);
+
+/* pitched.c: 2D and 3D copies */
+void op_2d(void);
+void op_3d(void);
 
 #endif
