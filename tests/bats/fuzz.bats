@@ -17,7 +17,7 @@ fuzz() {
 }
 
 @test "fuzzer: the same seed prints the same lines twice without the shim" {
-    fuzz twice --policies none --twice 101-103
+    fuzz twice --policies none --twice --keep-all 101-103
     [ "$(cat "$WORK/twice.rc")" = 0 ]
     grep -q '^fuzz: driver fake, 3 seeds' "$WORK/twice.log"
     grep -q '^fuzz: seed 101 ops 300 ' "$WORK/twice/seed101.plain.out"

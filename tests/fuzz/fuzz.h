@@ -36,8 +36,10 @@ enum hkind { HK_MALLOC, HK_CALLOC, HK_MEMALIGN, HK_ALIGNED, HK_MMAP, HK_HOSTALLO
 
 struct hbuf {
     int live, id;           /* id: a stable name for the output (never an address) */
-    unsigned char *p;
+    unsigned char *p;       /* the program's bytes: [p, p + n) */
     size_t n;
+    unsigned char *block;   /* heap kinds: what the allocator returned, p - pad */
+    size_t pad;
     enum hkind kind;
     int owns_pages;         /* [p, p + n) is whole pages that no other allocation shares */
     unsigned char *reg_p;   /* the program's own cuMemHostRegister of [reg_p, reg_p + reg_n), or NULL */
@@ -85,6 +87,7 @@ struct fuzz {
     int next_id;
     size_t host_bytes, host_budget;
     int probes;                   /* PROBE_* bits: op_probe's questions that see the shim's registrations */
+    int isolate;                  /* --isolate: heap blocks padded so that no two share a page */
     int debug;                    /* FUZZ_DEBUG set: addresses of host buffers on stderr */
 };
 

@@ -6,8 +6,8 @@
  * --probes LIST adds questions whose answers can see the shim's registrations: attr
  * (cuPointerGetAttribute), flags (cuMemHostGetFlags), unregister (cuMemHostUnregister of memory the
  * program never registered), or all. Off by default, see README.
- * --isolate gives every heap block of a page or more a mapping of its own (no two share a page), to
- * look past issue #10's neighbour bug.
+ * --isolate pads every heap block with a page on each side (no two allocations' bytes share a
+ * page), to look past issue #10's neighbour bug.
  * FUZZ_DEBUG=1 prints host buffers' addresses on stderr (never on stdout: they differ run to run). */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -171,7 +171,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     long nops = 300, seed = -1;
-    int max_dev = FZ_MAX_DEV, isolate = 0;
+    int max_dev = FZ_MAX_DEV;
     size_t budget_mb = 256;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ops") && i + 1 < argc)
@@ -183,7 +183,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--probes") && i + 1 < argc)
             F.probes = parse_probes(argv[++i]);
         else if (!strcmp(argv[i], "--isolate"))
-            isolate = 1;
+            F.isolate = 1;
         else if (argv[i][0] != '-' && seed < 0)
             seed = atol(argv[i]);
         else
@@ -197,13 +197,11 @@ int main(int argc, char **argv)
     F.host_budget = budget_mb * FZ_MiB;
     F.ndev = max_dev;
     F.digest = 1469598103934665603ull;
-    if (chance(35) && !isolate) {
+    if (chance(35)) {
         /* large blocks then come from the heap, side by side (as after PyTorch frees its first tensors) */
         int a = mallopt(M_MMAP_THRESHOLD, 256 << 20), b = mallopt(M_TRIM_THRESHOLD, 512 << 20);
         say("mallopt mmap_threshold=256M trim_threshold=512M -> %d %d", a, b);
     }
-    if (isolate) /* every block of a page or more in a mapping of its own: no heap neighbours */
-        say("mallopt mmap_threshold=4096 -> %d", mallopt(M_MMAP_THRESHOLD, 4096));
     int total = vary_weights();
     model_start();
     for (F.op = 1; F.op <= nops; F.op++) {

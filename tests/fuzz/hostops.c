@@ -79,7 +79,7 @@ void host_release(struct hbuf *b)
     settle_host(b);
     unregister_own(b);
     if (heap_kind(b->kind)) {
-        free(b->p);
+        free(b->block);
         say("free h%d", b->id);
     } else if (b->kind == HK_MMAP) {
         say("munmap h%d -> %d", b->id, munmap(b->p, b->n));
@@ -135,6 +135,17 @@ static size_t random_size(void)
     return chance(50) ? n : (n + FZ_PAGE - 1) / FZ_PAGE * FZ_PAGE;
 }
 
+/* With --isolate, a heap block gets a page (or its alignment) of padding before the program's bytes
+ * and a page after: no two allocations' bytes then share a page, so no registration of one reaches
+ * the other's copies (issue #10). Sets b->pad; returns the padding to add to the request. */
+static size_t isolation_pad(struct hbuf *b, size_t align)
+{
+    if (!F.isolate || !heap_kind(b->kind))
+        return 0;
+    b->pad = align > FZ_PAGE ? align : FZ_PAGE;
+    return b->pad + FZ_PAGE;
+}
+
 static enum hkind random_kind(void)
 {
     static const int weight[HK_COUNT] = {30, 10, 14, 10, 16, 12, 8};
@@ -169,14 +180,15 @@ void op_alloc(void)
     b->kind = kind;
     void *p = NULL;
     unsigned int flags = 0;
+    size_t whole = n + isolation_pad(b, align);
     switch (kind) {
-    case HK_MALLOC: p = malloc(n); break;
-    case HK_CALLOC: p = calloc(1, n); break;
+    case HK_MALLOC: p = malloc(whole); break;
+    case HK_CALLOC: p = calloc(1, whole); break;
     case HK_MEMALIGN:
-        if (posix_memalign(&p, align, n) != 0)
+        if (posix_memalign(&p, align, whole) != 0)
             p = NULL;
         break;
-    case HK_ALIGNED: p = aligned_alloc(align, n); break;
+    case HK_ALIGNED: p = aligned_alloc(align, whole); break;
     case HK_MMAP: p = map_anon(n); break;
     case HK_HOSTALLOC:
         flags = (unsigned int)rnd(4) & (CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
@@ -193,7 +205,9 @@ void op_alloc(void)
         say("%s h%d n=%zu align=%zu%s", kind_name[kind], b->id, n, align, p ? "" : " failed");
     if (!p)
         return;
-    b->p = p;
+    b->block = p;
+    b->p = b->block + b->pad;
+    p = b->p;
     b->live = 1;
     b->owns_pages = kind == HK_MMAP || (align >= FZ_PAGE && n % FZ_PAGE == 0);
     F.host_bytes += n;
@@ -224,10 +238,12 @@ void op_realloc(void)
     if (F.host_bytes - b->n + n > F.host_budget)
         n = rnd_range(1, b->n);
     unregister_own(b);
-    unsigned char *p = realloc(b->p, n);
-    say("realloc h%d n=%zu->%zu%s", b->id, b->n, n, p ? "" : " failed");
-    if (!p)
+    unsigned char *block = realloc(b->block, n + (F.isolate ? b->pad + FZ_PAGE : 0));
+    say("realloc h%d n=%zu->%zu%s", b->id, b->n, n, block ? "" : " failed");
+    if (!block)
         return;
+    unsigned char *p = block + b->pad;
+    b->block = block;
     if (n > b->n)
         fz_fill(p + b->n, n - b->n, rnd64());
     F.host_bytes = F.host_bytes - b->n + n;

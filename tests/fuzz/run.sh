@@ -8,13 +8,14 @@
 #   tests/fuzz/run.sh [options] [SEED|FIRST-LAST ...]
 #     --driver fake|real  the fake driver in build/fakecuda (default) or the system's libcuda
 #     --seconds N         stop starting new seeds after N seconds; with no seeds, run 1, 2, 3, ...
-#     --out DIR           keep every seed's outputs there (default: a temporary folder; outputs of
-#                         diverging seeds are kept either way and their folder is printed)
+#     --out DIR           where outputs go (default: a temporary folder): the report (report.txt)
+#                         and the outputs of diverging or broken seeds; --keep-all keeps every seed's
 #     --policies LIST     comma list of default, aggressive (default: both); none: no run with the
 #                         shim (with --twice: only check that the fuzzer itself is deterministic)
 #     --ops N             operations per seed (default 300); --from S: first seed with --seconds
 #     --twice             also run each seed twice without the shim (checks the fuzzer itself)
-#     --fuzz-args "..."   more fuzzprog options (--probes, --budget-mb M, --devices N)
+#     --fuzz-args "..."   more fuzzprog options (--isolate, --probes LIST, --budget-mb M,
+#                         --devices N)
 #     --timeout N         seconds one run may take (default 180)
 #     --with-env "K=V ..." more environment for the runs with the shim only (e.g. PINSHIM_GUARD=warn)
 # Run from anywhere; it finds the repository from its own path. On a machine that cannot build
@@ -23,7 +24,7 @@ set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PROG="$ROOT/build/tests/fuzzprog"
 SHIM="$ROOT/build/libpinshim.so"
-driver=fake seconds=0 out="" policies=default,aggressive ops=300 from=1 twice=0 fuzz_args="" per_run=180 with_env=""
+driver=fake seconds=0 out="" policies=default,aggressive ops=300 from=1 twice=0 fuzz_args="" per_run=180 with_env="" keep_all=0
 seeds=()
 
 while [ $# -gt 0 ]; do
@@ -35,10 +36,11 @@ while [ $# -gt 0 ]; do
     --ops) ops="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
     --twice) twice=1; shift ;;
+    --keep-all) keep_all=1; shift ;;
     --fuzz-args) fuzz_args="$2"; shift 2 ;;
     --timeout) per_run="$2"; shift 2 ;;
     --with-env) with_env="$2"; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) seeds+=("$1"); shift ;;
     esac
@@ -78,12 +80,14 @@ policy_list=()
 [ "$policies" = none ] || IFS=, read -r -a policy_list <<<"$policies"
 for p in ${policy_list[@]+"${policy_list[@]}"}; do policy_env "$p" >/dev/null || exit 2; done
 
-keep=1
+tmp_out=0
 if [ -z "$out" ]; then
     out="$(mktemp -d "${TMPDIR:-/tmp}/pinshim-fuzz.XXXXXX")"
-    keep=0
+    tmp_out=1
 fi
 mkdir -p "$out" || exit 2
+: >"$out/report.txt"
+say() { echo "$@" | tee -a "$out/report.txt"; }
 
 # one_run NAME PRELOAD ENV... : fuzzprog's stdout and exit status in $out/NAME.out, stderr in .err
 one_run() {
@@ -108,10 +112,10 @@ report() { # report SEED POLICY FILE_WITHOUT FILE_WITH
     d="$(first_difference "$3" "$4")"
     [ -z "$d" ] && return 0
     IFS=$'\t' read -r line without with <<<"$d"
-    echo "DIVERGENCE seed $1 policy $2 line $line"
-    echo "  without shim: $without"
-    echo "  with shim:    $with"
-    echo "  outputs: $3 $4"
+    say "DIVERGENCE seed $1 policy $2 line $line"
+    say "  without shim: $without"
+    say "  with shim:    $with"
+    say "  outputs: $3 $4"
     return 1
 }
 
@@ -120,7 +124,7 @@ run_seed() {
     one_run "$tag.plain" ""
     runs=$((runs + 1))
     if ! tail -1 "$out/$tag.plain.out" | grep -qx 'exit 0'; then
-        echo "BROKEN seed $seed: without the shim: $(tail -2 "$out/$tag.plain.out" | head -1) ($(tail -1 "$out/$tag.plain.out")), see $out/$tag.plain.err"
+        say "BROKEN seed $seed: without the shim: $(tail -2 "$out/$tag.plain.out" | head -1) ($(tail -1 "$out/$tag.plain.out")), see $out/$tag.plain.err"
         broken=$((broken + 1))
         return
     fi
@@ -137,7 +141,7 @@ run_seed() {
         runs=$((runs + 1))
         report "$seed" "$p" "$out/$tag.plain.out" "$out/$tag.$p.out" || { bad=1; divergences=$((divergences + 1)); }
     done
-    if [ "$keep" = 0 ] && [ "$bad" = 0 ]; then
+    if [ "$keep_all" = 0 ] && [ "$bad" = 0 ]; then
         rm -f "$out/$tag".*
     fi
 }
@@ -164,9 +168,11 @@ else
     done
 fi
 
-echo "fuzz: driver $driver, $done_seeds seeds (last $((seed - 1))), $runs runs, $divergences divergences," \
+say "fuzz: driver $driver, $done_seeds seeds (last $((seed - 1))), $runs runs, $divergences divergences," \
     "$broken broken, $(($(date +%s) - start)) s; outputs in $out"
-[ "$keep" = 0 ] && [ "$divergences" = 0 ] && [ "$broken" = 0 ] && rmdir "$out" 2>/dev/null
+if [ "$tmp_out" = 1 ] && [ "$keep_all" = 0 ] && [ "$divergences" = 0 ] && [ "$broken" = 0 ]; then
+    rm -rf "$out"
+fi
 [ "$broken" -gt 0 ] && exit 2
 [ "$divergences" -gt 0 ] && exit 1
 exit 0
