@@ -38,14 +38,16 @@ fuzz() {
     grep -q ' 6 seeds .* 0 divergences, 0 broken' "$WORK/default.log"
 }
 
+# Seeds whose copies start inside a neighbour's registration (or run past the end of their own,
+# cut short by a neighbour's) under the shim as it was in issue #10: each failed in 4 runs of 4.
 @test "aggressive policy (stage and register everything, small pool and budget): 6 seeds identical" {
     skip "issue #10 fix pending"
-    fuzz aggressive --policies aggressive 1-6
+    fuzz aggressive --policies aggressive 16 19 21 24-26
     [ "$(cat "$WORK/aggressive.rc")" = 0 ]
     grep -q ' 6 seeds .* 0 divergences, 0 broken' "$WORK/aggressive.log"
 }
 
-@test "no heap neighbours (every block its own mapping), both policies: 4 seeds identical" {
+@test "no heap neighbours (every heap block padded with a page each side), both policies: 4 seeds identical" {
     fuzz isolate --fuzz-args --isolate 11-14
     [ "$(cat "$WORK/isolate.rc")" = 0 ]
     grep -q ' 4 seeds .* 0 divergences, 0 broken' "$WORK/isolate.log"

@@ -24,7 +24,8 @@ set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PROG="$ROOT/build/tests/fuzzprog"
 SHIM="$ROOT/build/libpinshim.so"
-driver=fake seconds=0 out="" policies=default,aggressive ops=300 from=1 twice=0 fuzz_args="" per_run=180 with_env="" keep_all=0
+driver=fake seconds=0 out="" policies=default,aggressive ops=300 from=1 twice=0 fuzz_args=""
+per_run=180 with_env="" keep_all=0
 seeds=()
 
 while [ $# -gt 0 ]; do
@@ -101,7 +102,12 @@ one_run() {
 # first_difference A B: "LINE<TAB>line of A<TAB>line of B" for the first line that differs
 first_difference() {
     awk 'NR == FNR { a[FNR] = $0; n = FNR; next }
-         { if (!(FNR in a) || a[FNR] != $0) { printf "%d\t%s\t%s\n", FNR, (FNR in a) ? a[FNR] : "(end of output)", $0; found = 1; exit } m = FNR }
+         !(FNR in a) || a[FNR] != $0 {
+             printf "%d\t%s\t%s\n", FNR, (FNR in a) ? a[FNR] : "(end of output)", $0
+             found = 1
+             exit
+         }
+         { m = FNR }
          END { if (!found && n > m) printf "%d\t%s\t%s\n", m + 1, a[m + 1], "(end of output)" }' "$1" "$2"
 }
 
@@ -124,7 +130,8 @@ run_seed() {
     one_run "$tag.plain" ""
     runs=$((runs + 1))
     if ! tail -1 "$out/$tag.plain.out" | grep -qx 'exit 0'; then
-        say "BROKEN seed $seed: without the shim: $(tail -2 "$out/$tag.plain.out" | head -1) ($(tail -1 "$out/$tag.plain.out")), see $out/$tag.plain.err"
+        say "BROKEN seed $seed: without the shim: $(tail -2 "$out/$tag.plain.out" | head -1)" \
+            "($(tail -1 "$out/$tag.plain.out")), see $out/$tag.plain.err"
         broken=$((broken + 1))
         return
     fi
