@@ -47,8 +47,8 @@ fuzz() {
     grep -q ' 6 seeds .* 0 divergences, 0 broken' "$WORK/aggressive.log"
 }
 
-@test "no heap neighbours (every heap block padded with a page each side), both policies: 4 seeds identical" {
-    fuzz isolate --fuzz-args --isolate 11-14
+@test "no heap neighbours (every heap block padded with a page each side), both policies: 10 seeds identical" {
+    fuzz isolate --fuzz-args --isolate 11-20
     [ "$(cat "$WORK/isolate.rc")" = 0 ]
-    grep -q ' 4 seeds .* 0 divergences, 0 broken' "$WORK/isolate.log"
+    grep -q " 10 seeds .* 0 divergences, 0 broken" "$WORK/isolate.log"
 }
