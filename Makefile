@@ -1,4 +1,6 @@
-# pinshim: make | make test | make demo | make gpu-test | make bench | make install PREFIX=...
+# pinshim: make | make test | make demo | make gpu-test | make bench | make bench-workloads | make conformance | make install PREFIX=...
+# make demo and make test first run scripts/install-deps.sh, which installs the Debian packages they
+# need (as root) or names them and the apt-get line (otherwise); make deps runs its build check alone.
 CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
 CC        ?= gcc
@@ -10,11 +12,12 @@ SHIM_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -pthread \
                -Ishim -Ipolicy -Iinclude -I$(BUILD)/gen -I$(CUDA_HOME)/include
 SHIM_LDFLAGS := -shared -pthread -Wl,--no-undefined -Wl,-z,now -ldl
 
-SHIM_SRC  := $(wildcard shim/*.c) policy/policy.c $(BUILD)/gen/presets.c
-SHIM_ASM  := $(wildcard shim/*.S)
-SHIM_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(notdir $(SHIM_SRC))) \
-             $(patsubst %.S,$(BUILD)/obj/%.o,$(notdir $(SHIM_ASM)))
-SHIM_HDR  := $(wildcard shim/*.h policy/*.h include/*.h)
+# shim/ is one folder per layer (see README "Architecture"); objects mirror the source tree under
+# $(BUILD)/obj, so two layers may hold files of the same name.
+SHIM_SRC  := $(wildcard shim/*/*.c) policy/policy.c
+SHIM_ASM  := $(wildcard shim/*/*.S)
+SHIM_OBJ  := $(patsubst %,$(BUILD)/obj/%.o,$(basename $(SHIM_SRC) $(SHIM_ASM))) $(BUILD)/obj/gen/presets.o
+SHIM_HDR  := $(wildcard shim/*/*.h policy/*.h include/*.h)
 PRESETS   := $(wildcard policy/*.conf)
 
 FAKE_SRC  := $(wildcard tests/fakecuda/*.c)
@@ -25,17 +28,18 @@ PROG_SRC  := $(wildcard tests/progs/*.c)
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so
 
-.PHONY: all fakecuda test-build test demo gpu-test bench install clean
+.PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads install clean conformance
 all: $(BUILD)/libpinshim.so
-
-vpath %.c shim policy $(BUILD)/gen
-vpath %.S shim
 
 $(BUILD)/gen/presets.c: $(PRESETS) scripts/embed-presets.sh
 	@mkdir -p $(@D)
 	sh scripts/embed-presets.sh $(PRESETS) > $@
 
-$(BUILD)/obj/%.o: %.c $(SHIM_HDR) | $(BUILD)/gen/presets.c
+$(BUILD)/obj/%.o: %.c $(SHIM_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/gen/presets.o: $(BUILD)/gen/presets.c $(SHIM_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
 
@@ -77,15 +81,32 @@ $(BUILD)/tests/lib%.so: tests/progs/lib/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include $< -o $@ -ldl
 
-test-build: all $(FAKE_LIB) $(PROGS) $(TEST_LIBS) $(FUZZ_PROG)
+# The driver conformance suite: one program, run on the fake or the real driver (run.sh).
+CONF_SRC  := $(wildcard tests/conformance/*.c)
+CONF      := $(BUILD)/conformance/conform
+$(CONF): $(CONF_SRC) tests/conformance/conform.h tests/progs/testutil.h
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -Itests/conformance $(CONF_SRC) -o $@ -ldl
 
+test-build: all $(FAKE_LIB) $(PROGS) $(TEST_LIBS) $(CONF) $(FUZZ_PROG)
+
+deps:
+	CC="$(CC)" CUDA_HOME="$(CUDA_HOME)" sh scripts/install-deps.sh build
+
+# The packages come first: a parallel make must not start compiling before they are there.
 test:
-	sh scripts/install-test-deps.sh
+	CC="$(CC)" CUDA_HOME="$(CUDA_HOME)" sh scripts/install-deps.sh test
 	$(MAKE) test-build
 	bats tests/bats
 
-demo: all $(FAKE_LIB) $(BUILD)/tests/demo
+demo: deps
+	$(MAKE) all $(FAKE_LIB) $(BUILD)/tests/demo
 	sh scripts/demo.sh
+
+# The conformance suite on the system's driver (the fake where there is no GPU), with and without
+# the shim; the outputs go to build/conformance/out-<driver>/ (or $$OUT/conformance/).
+conformance: all $(FAKE_LIB) $(CONF)
+	bash tests/conformance/run.sh
 
 gpu-test: all
 	bash tests/gpu/run.sh
@@ -95,6 +116,15 @@ bench: all
 	bash tests/bench/run_staging.sh
 	bash tests/bench/run_reuse.sh
 
+# Real-workload benchmarks (tests/bench/workloads/README.md), on the GPU machine. That machine cannot
+# build the library (no uthash.h): this target only checks that build/libpinshim.so is there and
+# never rebuilds it. Options in BENCH_ARGS, e.g. make bench-workloads BENCH_ARGS="--pairs 7 --out $OUT".
+PYTHON ?= python3
+bench-workloads:
+	@test -f $(BUILD)/libpinshim.so || { echo "bench-workloads: $(BUILD)/libpinshim.so is missing:" \
+	    "build it with make on a machine with uthash.h and bring build/ along" >&2; exit 1; }
+	$(PYTHON) tests/bench/workloads/run.py --shim $(BUILD)/libpinshim.so $(BENCH_ARGS)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/pinshim/policy
 	install -m 0755 $(BUILD)/libpinshim.so $(DESTDIR)$(PREFIX)/lib/
@@ -102,7 +132,8 @@ install: all
 	install -m 0644 $(PRESETS) $(DESTDIR)$(PREFIX)/share/pinshim/policy/
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report
 	install -m 0755 scripts/pinshim scripts/pinshim-report $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 scripts/pinshim_report/*.py $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report/
+	install -m 0644 scripts/pinshim_report/*.py scripts/pinshim_report/*.schema.json \
+	    $(DESTDIR)$(PREFIX)/share/pinshim/pinshim_report/
 	install -m 0644 policy/keys.h $(DESTDIR)$(PREFIX)/share/pinshim/
 
 clean:

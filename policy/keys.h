@@ -31,6 +31,8 @@
       "stage pageable H2D copies of at least this many bytes; smaller ones pass to the driver, which is as fast there") \
     X(SIZE, stage_d2h_min_bytes, "64K", "",                                                    \
       "stage pageable D2H copies of at least this many bytes (the driver's pageable D2H path is slow from 64K up)") \
+    X(BOOL, stage_hugepages, "on", "",                                                         \
+      "before a staged D2H fills a destination, ask for transparent huge pages on the 2 MiB blocks it writes in full (when the system's THP setting is madvise and the program gave no huge-page advice itself)") \
     X(SIZE, stage_chunk_bytes, "16M", "",                                                      \
       "size of one pinned chunk: the unit of the memcpy/DMA pipeline") \
     X(COUNT, stage_threads, "0", "",                                                           \
@@ -41,6 +43,8 @@
       "pinned memory is allocated (cuMemHostAlloc, slow) in slabs of this size, cut into chunks and reused") \
     X(BOOL, pool_grow_inline, "off", "",                                                       \
       "allocate slabs on the copying thread (that copy waits milliseconds); off = in the background, the copy passes through meanwhile") \
+    X(BOOL, link_probe, "on", "",                                                              \
+      "when the pool gets its first pinned memory on a device, time a few pinned copies (a few ms, on the shim's own stream) to know the link's real bandwidth for the advice and the summary") \
     X(SIZE, track_min_bytes, "1M", "",                                                         \
       "host allocations (malloc family, anonymous mmap) of at least this many bytes are tracked for pin-on-reuse") \
     X(BOOL, pin_on_reuse, "on", "",                                                            \

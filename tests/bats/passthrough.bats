@@ -71,10 +71,10 @@ load common
     nm -D --defined-only "$SHIM" | awk '{print $3}' | while read -r sym; do
         case "$sym" in
         cu*|dlsym|pinshim_*) ;;
-        sigaction|signal) ;; # the guard keeps its SIGSEGV handler first (shim/guard_signal.c)
-        read|write|pread|pread64|pwrite|pwrite64|readv|writev|send|sendto|sendmsg|recv|recvfrom|recvmsg) ;; # shim/io_hooks.c
-        malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc) ;; # shim/alloc.c
-        mmap|mmap64|munmap|mremap|madvise) ;; # shim/alloc.c
+        sigaction|signal) ;; # the guard keeps its SIGSEGV handler first (shim/guard/guard_signal.c)
+        read|write|pread|pread64|pwrite|pwrite64|readv|writev|send|sendto|sendmsg|recv|recvfrom|recvmsg) ;; # shim/guard/io_hooks.c
+        malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc) ;; # shim/hostmem/alloc.c
+        mmap|mmap64|munmap|mremap|madvise) ;; # shim/hostmem/alloc.c
         *) echo "unexpected export: $sym"; exit 1;; esac
     done
 }

@@ -43,6 +43,26 @@ PY
     [ "$(reg after5 'copies("registered")')" = $((2 * 16)) ]
 }
 
+@test "heap neighbours of a registered buffer: no copy fails or changes, and most go through registrations" {
+    # The real driver refuses a copy that starts inside a registration and runs past its end (FACTS.md);
+    # the fake models it. 24 blocks side by side, 288 whole-block copies plus 96 sub-range copies.
+    reused neighbours neighbours
+    grep -qx 'neighbours: 0 refused copies, 0 wrong round trips' "$WORK/neighbours.out"
+    [ "$(python3 -c 'import json,sys; print(json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])["failed_copies"])' "$WORK/neighbours.err")" = 0 ]
+    [ "$(reg neighbours 'copies("registered") >= 100')" = True ]
+    [ "$(reg neighbours 'r["released"]["edge"]')" = 0 ]
+    # stage = off: the bytes outside a registration take the driver's pageable path instead of a pool chunk
+    PINSHIM_STAGE=off reused neighbours_nopool neighbours
+    grep -qx 'neighbours: 0 refused copies, 0 wrong round trips' "$WORK/neighbours_nopool.out"
+    [ "$(reg neighbours_nopool 'copies("registered") >= 100')" = True ]
+}
+
+@test "copies passed as they are (2D, host-to-host) that run out of a registration make the cache drop it first" {
+    reused edges edges
+    grep -qx 'edges: 0 refused' "$WORK/edges.out"
+    [ "$(reg edges 'r["released"]["edge"] >= 2')" = True ]
+}
+
 @test "the text summary names the registered copies and the cache's work" {
     run_app text shim "$T/reuseprog" reuse 2 5
     show text

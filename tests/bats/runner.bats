@@ -139,4 +139,5 @@ pin() {
     [ "$(cat "$WORK/out")" = "$WORK/inst/lib/libpinshim.so" ]
     "$WORK/inst/bin/pinshim" --help | grep -q "policy keys (from $WORK/inst/share/pinshim/keys.h"
     "$WORK/inst/bin/pinshim-report" "$ROOT/tests/report/cluster/rank0.jsonl" | grep -q 'h2d pageable'
+    "$WORK/inst/bin/pinshim-report" --schema | grep -q '"title": "pinshim transfer log, format 1'
 }

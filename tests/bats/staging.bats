@@ -147,3 +147,33 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [ "$(staging_field 'why["pool being allocated"]["count"]')" -ge 1 ]
     [ "$(staging_field 'st["staged_copies"]')" -gt 10 ]
 }
+
+@test "link_probe: the pool's first slab on a device times pinned copies; the summary and the advice use the rate" {
+    FAKECUDA_GBPS=8 run_app probe shim "$T/staging" sizes
+    show probe
+    # the fake's DMA runs at FAKECUDA_GBPS (plus its fixed latency per copy): the probe must see about that
+    grep -Eq '^==[0-9]+== link: device 0, pinned copies measured at [4-8]\.[0-9]+ GB/s H2D and [4-8]\.[0-9]+ GB/s D2H' "$WORK/probe.err"
+    grep -q 'measured on device 0 at start (link_probe)' "$WORK/probe.err"
+    ! grep -q 'documented default' "$WORK/probe.err"
+    LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" PINSHIM_SUMMARY=json "$T/staging" sizes >/dev/null 2>"$WORK/probe.json"
+    python3 -c 'import json,sys; s=json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1]); l=s["link"]; assert l[0]["device"] == 0 and l[0]["h2d_gbps"] > 0 and l[0]["d2h_gbps"] > 0, l' "$WORK/probe.json"
+}
+
+@test "link_probe = off: nothing is measured and the advice says its pinned rate is the documented default" {
+    PINSHIM_LINK_PROBE=off run_app noprobe shim "$T/staging" sizes
+    show noprobe
+    ! grep -q '== link:' "$WORK/noprobe.err"
+    grep -q 'documented default, not measured' "$WORK/noprobe.err"
+}
+
+@test "stage_hugepages: a staged D2H into a fresh buffer gets huge pages for the 2 MiB blocks it fills; off: none" {
+    grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null ||
+        skip "the system's THP setting is not madvise: the shim gives no huge-page advice"
+    staged freshdst
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'huge: 0 kB' "$WORK/plain.err"
+    kb=$(sed -n 's/^huge: \([0-9]*\) kB$/\1/p' "$WORK/shim.err")
+    [ "$kb" -ge $((60 * 1024)) ]
+    staged freshdst PINSHIM_STAGE_HUGEPAGES=off
+    grep -qx 'huge: 0 kB' "$WORK/shim.err"
+}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/bench/run_reuse.sh: pin-on-reuse, measured side by side in one run.
-#  1. the C reuse loop (tests/bench/reuse_bench.c, 200 malloc'd 4 MiB buffers, 10 passes of H2D):
-#     pageable without the shim, pageable under the shim, pinned without the shim; per-pass GB/s and
-#     the ratio of the shim's last passes to pinned;
+#  1. the C reuse loop (tests/bench/reuse_bench.c, 200 malloc'd 4 MiB buffers, 10 passes of H2D;
+#     then 200 heap neighbours of 4,000,000 bytes side by side, H2D and D2H): pageable without the
+#     shim, pageable under the shim, pinned without the shim; per-pass GB/s and the ratio of the
+#     shim's last passes to pinned;
 #  2. PyTorch (when importable): 200 pageable 4 MB tensors .to("cuda"), median ms without the shim,
 #     under it, and pinned (tests/gpu/torch_reuse.py);
 #  3. small malloc/free pairs with and without the shim, alternating, 5 pairs: ns per pair.
@@ -31,16 +32,24 @@ fi
 exec > >(tee ${OUT:+"$OUT/bench/reuse.txt"}) 2>&1
 [ "$gpu" = 0 ] && echo "# no GPU: the fake driver (copy rates are not a GPU's; the malloc numbers are real)"
 ARGS=${REUSE_ARGS:-200 4194304 10}
-echo "== C reuse loop: reuse_bench $ARGS (H2D, GB/s per pass)"
-PINSHIM_SUMMARY=none "$WORK/reuse_bench" pageable $ARGS >"$WORK/plain.txt"
-PINSHIM_SUMMARY=none LD_PRELOAD="$SHIM" "$WORK/reuse_bench" pageable $ARGS >"$WORK/shim.txt"
-PINSHIM_SUMMARY=none "$WORK/reuse_bench" pinned $ARGS >"$WORK/pinned.txt"
-printf '%-8s %22s %22s %22s\n' pass "pageable, no shim" "pageable, shim" "pinned, no shim"
-paste "$WORK/plain.txt" "$WORK/shim.txt" "$WORK/pinned.txt" | awk '{printf "%-8s %22s %22s %22s\n", $2, $3, $9, $15}'
-paste "$WORK/shim.txt" "$WORK/pinned.txt" | awk '{n++} n > 3 {s += $3; p += $9; k++}
-    END {if (k) printf "passes 4+: shim %.2f GB/s, pinned %.2f GB/s, ratio shim/pinned %.3f\n", s/k, p/k, s/p}'
-paste "$WORK/plain.txt" "$WORK/shim.txt" | awk '{n++} n > 3 {a += $3; s += $9; k++}
-    END {if (k) printf "passes 4+: speedup over pageable without the shim %.2fx\n", s/a}'
+HEAP_ARGS=${REUSE_HEAP_ARGS:-200 4000000 10}
+# reuse_loop MODE ARGS DIR: pageable without the shim, under it, and pinned, side by side.
+reuse_loop() {
+    local mode=$1 args=$2 dir=$3
+    echo "== C reuse loop: reuse_bench $mode $args $dir (GB/s per pass)"
+    PINSHIM_SUMMARY=none "$WORK/reuse_bench" "$mode" $args "$dir" >"$WORK/plain.txt"
+    PINSHIM_SUMMARY=none LD_PRELOAD="$SHIM" "$WORK/reuse_bench" "$mode" $args "$dir" >"$WORK/shim.txt"
+    PINSHIM_SUMMARY=none "$WORK/reuse_bench" pinned $args "$dir" >"$WORK/pinned.txt"
+    printf '%-8s %22s %22s %22s\n' pass "$mode, no shim" "$mode, shim" "pinned, no shim"
+    paste "$WORK/plain.txt" "$WORK/shim.txt" "$WORK/pinned.txt" | awk '{printf "%-8s %22s %22s %22s\n", $2, $3, $9, $15}'
+    paste "$WORK/shim.txt" "$WORK/pinned.txt" | awk '{n++} n > 3 {s += $3; p += $9; k++}
+        END {if (k) printf "passes 4+: shim %.2f GB/s, pinned %.2f GB/s, ratio shim/pinned %.3f\n", s/k, p/k, s/p}'
+    paste "$WORK/plain.txt" "$WORK/shim.txt" | awk '{n++} n > 3 {a += $3; s += $9; k++}
+        END {if (k) printf "passes 4+: speedup over pageable without the shim %.2fx\n", s/a}'
+}
+reuse_loop pageable "$ARGS" h2d
+reuse_loop heap "$HEAP_ARGS" h2d
+reuse_loop heap "$HEAP_ARGS" d2h
 if [ "$gpu" = 1 ] && python3 -c 'import torch' 2>/dev/null; then
     echo "== PyTorch: 200 pageable tensors of 4 MB, .to(\"cuda\")"
     python3 tests/gpu/torch_reuse.py | tee "$WORK/t_plain.txt"

@@ -366,6 +366,22 @@ static int ctx_valid(CUcontext h)
   return ok;
 }
 
+/* Retires the context's created streams (and its legacy stream too when `legacy`); their
+ * structures go once drained. fk_lock held. */
+static void retire_streams(fk_ctx *c, int legacy)
+{
+  fk_stream *next;
+  for (fk_stream *s = c->streams; s; s = next) {
+    next = s->ctx_next;
+    if (s->kind == FK_S_USER && fk_handle_is(s, FK_H_STREAM)) {
+      fk_handle_del(s);
+      fk_stream_retire(s);
+    } else if (s->kind == FK_S_LEGACY && legacy) {
+      fk_stream_retire(s);
+    }
+  }
+}
+
 FK_ENTRY(cuDevicePrimaryCtxRetain, (CUcontext *pctx, CUdevice dev))
 {
   FK_COUNT(cuDevicePrimaryCtxRetain);
@@ -411,11 +427,20 @@ FK_ENTRY(cuDevicePrimaryCtxReset_v2, (CUdevice dev))
     return r;
   pthread_mutex_lock(&fk_lock);
   fk_ctx *c = primary_ctx[dev];
-  if (c)
+  if (c) {
     c->retains = 0;
+    c->resets++;
+  }
   pthread_mutex_unlock(&fk_lock);
-  if (c)
-    fk_sync_ctx(c);
+  if (!c)
+    return CUDA_SUCCESS;
+  /* "Destroys all allocations and resets all state on the primary context": its memory,
+   * registrations and created streams go; the handle stays valid (documented deviation). */
+  fk_sync_ctx(c);
+  pthread_mutex_lock(&fk_lock);
+  retire_streams(c, 0);
+  pthread_mutex_unlock(&fk_lock);
+  fk_mem_drop_ctx(c);
   return CUDA_SUCCESS;
 }
 
@@ -469,19 +494,11 @@ FK_ENTRY(cuCtxDestroy_v2, (CUcontext h))
   }
   fk_handle_del(c);
   __atomic_store_n(&c->destroyed, 1, __ATOMIC_RELEASE);
-  /* Retire every stream; their structures go once drained. The context itself is never freed,
-   * so stale pointers to it (other threads' stacks) stay harmless. */
-  fk_stream *next;
-  for (fk_stream *s = c->streams; s; s = next) {
-    next = s->ctx_next;
-    if (s->kind == FK_S_USER && fk_handle_is(s, FK_H_STREAM)) {
-      fk_handle_del(s);
-      fk_stream_retire(s);
-    } else if (s->kind == FK_S_LEGACY) {
-      fk_stream_retire(s);
-    }
-  }
+  /* Its streams go once drained. The context itself is never freed, so stale pointers to it
+   * (other threads' stacks) stay harmless. */
+  retire_streams(c, 1);
   pthread_mutex_unlock(&fk_lock);
+  fk_mem_drop_ctx(c);
   if (tls_depth && tls_stack[tls_depth - 1] == c)
     tls_depth--;
   return CUDA_SUCCESS;

@@ -1,7 +1,9 @@
 /* fake_graph.c: stream capture and graphs of the fake CUDA driver. While a stream captures, its
  * copies, memsets, host functions and write-values are recorded as graph nodes instead of run;
  * launching an instantiated graph enqueues the nodes again in order, reading host sources at
- * replay time as a real graph does. Event records and waits during capture are no-ops. */
+ * replay time as a real graph does. Event records and waits during capture are no-ops. The rules
+ * of capture: thread capture modes, prohibited calls, the legacy stream's implicit dependency on
+ * capturing blocking streams, and invalidation. */
 #include "fake_internal.h"
 
 #include <stdlib.h>
@@ -56,6 +58,73 @@ static fk_graph *graph_clone(const fk_graph *g)
   return c;
 }
 
+/* ---- the rules of capture --------------------------------------------------------------------- */
+
+static __thread int tls_capture_mode; /* CU_STREAM_CAPTURE_MODE_GLOBAL (0) until exchanged */
+
+void fk_capture_invalidate(fk_stream *s)
+{
+  if (s->capture)
+    s->capture_invalid = 1;
+}
+
+/* CUDA's rules for the calling thread's mode: GLOBAL is prohibited from unsafe calls while it has
+ * a capture of its own not begun RELAXED, or another thread has a GLOBAL capture; THREAD_LOCAL only
+ * by its own; RELAXED never. A prohibited call invalidates the captures that prohibit it. */
+CUresult fk_capture_unsafe_call(void)
+{
+  if (tls_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+    return CUDA_SUCCESS;
+  pthread_t me = pthread_self();
+  int prohibited = 0;
+  pthread_mutex_lock(&fk_lock);
+  for (fk_ctx *c = fk_all_ctxs; c; c = c->all_next)
+    for (fk_stream *s = c->streams; s; s = s->ctx_next) {
+      if (!s->capture)
+        continue;
+      int mine = pthread_equal(s->capture_thread, me);
+      if ((mine && s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED) ||
+          (!mine && tls_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+           s->capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
+        fk_capture_invalidate(s);
+        prohibited = 1;
+      }
+    }
+  pthread_mutex_unlock(&fk_lock);
+  return prohibited ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+CUresult fk_capture_legacy_use(fk_stream *s, int invalidate)
+{
+  if (s->kind != FK_S_LEGACY)
+    return CUDA_SUCCESS;
+  CUresult r = CUDA_SUCCESS;
+  for (fk_stream *t = s->ctx->streams; t; t = t->ctx_next)
+    if (t->capture && !(t->flags & CU_STREAM_NON_BLOCKING)) {
+      r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+      if (invalidate)
+        fk_capture_invalidate(t);
+    }
+  return r;
+}
+
+FK_ENTRY(cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode *mode))
+{
+  FK_COUNT(cuThreadExchangeStreamCaptureMode);
+  CUresult r = fk_check_init();
+  if (r)
+    return r;
+  if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+                *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+    return CUDA_ERROR_INVALID_VALUE;
+  int old = tls_capture_mode;
+  tls_capture_mode = (int)*mode;
+  *mode = (CUstreamCaptureMode)old;
+  return CUDA_SUCCESS;
+}
+
+/* ---- capture ------------------------------------------------------------------------------------ */
+
 static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int pt)
 {
   CUresult r = fk_check_init();
@@ -74,8 +143,11 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int pt)
       r = CUDA_ERROR_ILLEGAL_STATE;
     else if (!(s->capture = calloc(1, sizeof *s->capture)))
       r = CUDA_ERROR_OUT_OF_MEMORY;
-    else
+    else {
       s->capture_mode = (int)mode;
+      s->capture_invalid = 0;
+      s->capture_thread = pthread_self();
+    }
   }
   pthread_mutex_unlock(&fk_lock);
   return r;
@@ -105,11 +177,20 @@ static CUresult end_capture(CUstream h, CUgraph *pg, int pt)
   r = fk_stream_resolve(h, pt, &s);
   if (r == CUDA_SUCCESS && !s->capture)
     r = CUDA_ERROR_ILLEGAL_STATE;
+  else if (r == CUDA_SUCCESS && s->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+           !pthread_equal(s->capture_thread, pthread_self()))
+    r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
   if (r == CUDA_SUCCESS) {
     fk_graph *g = s->capture;
     s->capture = NULL;
-    fk_handle_add(g, FK_H_GRAPH);
-    *pg = (CUgraph)g;
+    if (s->capture_invalid) { /* capture ends, without a graph */
+      fk_graph_free(g);
+      *pg = NULL;
+      r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else {
+      fk_handle_add(g, FK_H_GRAPH);
+      *pg = (CUgraph)g;
+    }
   }
   pthread_mutex_unlock(&fk_lock);
   return r;
@@ -138,7 +219,10 @@ static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st, int pt)
   fk_stream *s = NULL;
   r = fk_stream_resolve(h, pt, &s);
   if (r == CUDA_SUCCESS)
-    *st = s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    r = fk_capture_legacy_use(s, 0); /* documented: the blocking capture is not invalidated */
+  if (r == CUDA_SUCCESS)
+    *st = !s->capture ? CU_STREAM_CAPTURE_STATUS_NONE
+          : s->capture_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED : CU_STREAM_CAPTURE_STATUS_ACTIVE;
   pthread_mutex_unlock(&fk_lock);
   return r;
 }
@@ -189,6 +273,10 @@ static CUresult graph_launch(CUgraphExec h, CUstream hs, int pt)
     r = CUDA_ERROR_INVALID_HANDLE;
   else
     r = fk_stream_resolve(hs, pt, &s);
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
+  if (r == CUDA_SUCCESS && s->capture && s->capture_invalid)
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   fk_graph *g = (fk_graph *)h;
   for (size_t i = 0; r == CUDA_SUCCESS && i < g->n; i++) {
     fk_op *op = malloc(sizeof *op);

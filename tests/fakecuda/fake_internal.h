@@ -75,6 +75,7 @@ struct fk_ctx {
   int primary;            /* the device's primary context */
   int retains;            /* primary: cuDevicePrimaryCtxRetain count */
   int destroyed;
+  unsigned resets;        /* primary: cuDevicePrimaryCtxReset count (its events die at each) */
   fk_stream *streams;     /* every live stream of the context, legacy one included */
   fk_stream *legacy;      /* the legacy default stream */
   CUresult sticky;        /* first asynchronous error (a DMA fault), returned by synchronizations */
@@ -113,6 +114,9 @@ void fk_pages_free(void *p, size_t maplen);
 void fk_mem_fork_prepare(void); /* write-lock the memory tables around fork() */
 void fk_mem_fork_release(void);
 void fk_mem_fork_child(void);   /* child: fresh memory-table locks */
+/* A context destroyed or a primary context reset: its device, managed and pinned allocations are
+ * freed (its registrations stay). Caller has synchronized the context; fk_lock not held. */
+void fk_mem_drop_ctx(fk_ctx *c);
 
 /* ---- Transfers and the DMA engine (fake_dma.c) ---------------------------------------------- */
 
@@ -165,12 +169,16 @@ struct fk_stream {
   int linked;              /* on ctx->streams */
   fk_stream *ctx_next;
   fk_graph *capture;       /* non-NULL while capturing */
-  int capture_mode;
+  int capture_mode;        /* the CUstreamCaptureMode given to cuStreamBeginCapture */
+  int capture_invalid;     /* a rule of capture was broken: cuStreamEndCapture fails */
+  pthread_t capture_thread; /* the thread that began the capture */
 };
 
 struct fk_event {
   unsigned flags;
   int refs;
+  fk_ctx *ctx;                /* current at creation: the event dies with it (destroy or reset) */
+  unsigned ctx_resets;
   uint64_t rec_gen, done_gen; /* recorded generation, last generation the stream reached */
   uint64_t stamp_ns;          /* when done_gen was reached */
 };
@@ -206,6 +214,16 @@ struct fk_graph {
 };
 void fk_graph_append(fk_graph *g, fk_op *op); /* consumes op; caller holds fk_lock */
 void fk_graph_free(fk_graph *g);
+/* The rules of capture (CUDA's "prohibited and unhandled operations").
+ * fk_capture_unsafe_call (takes fk_lock): a "potentially unsafe" call (allocating, freeing,
+ * registering memory) by a thread whose capture mode prohibits it (cuThreadExchangeStreamCaptureMode)
+ * invalidates the captures that prohibit it and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.
+ * fk_capture_legacy_use (fk_lock held): work for the legacy stream s while a blocking stream of its
+ * context captures returns CUDA_ERROR_STREAM_CAPTURE_IMPLICIT and, when `invalidate`, invalidates
+ * those captures. fk_capture_invalidate (fk_lock held): s's capture fails at cuStreamEndCapture. */
+CUresult fk_capture_unsafe_call(void);
+CUresult fk_capture_legacy_use(fk_stream *s, int invalidate);
+void fk_capture_invalidate(fk_stream *s);
 
 /* ---- Small helpers ------------------------------------------------------------------------------ */
 

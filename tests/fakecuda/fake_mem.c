@@ -222,8 +222,10 @@ static int kind_locked(uintptr_t p, size_t len)
     return r->kind;
   /* Measured on an H100 and an H200 (driver 580): a host range that starts inside a registration
    * and runs past its end is refused with CUDA_ERROR_INVALID_VALUE, sync and async, both
-   * directions. One that starts before a registration and runs into or across it is accepted. */
-  if (r && r->kind == FK_MEM_REGISTERED)
+   * directions. One that starts before a registration and runs into or across it is accepted.
+   * The fake applies the same rule to cuMemHostAlloc'd memory (the conformance suite's
+   * edges.pinned cases check it on the real driver). */
+  if (r)
     return FK_MEM_BAD;
   return FK_MEM_PAGEABLE;
 }
@@ -308,7 +310,7 @@ FK_ENTRY(cuMemAlloc_v2, (CUdeviceptr *dptr, size_t bytesize))
   FK_COUNT(cuMemAlloc_v2);
   fk_ctx *c;
   CUresult r = fk_need_ctx(&c);
-  if (r)
+  if (r || (r = fk_capture_unsafe_call()))
     return r;
   if (!dptr)
     return CUDA_ERROR_INVALID_VALUE;
@@ -320,7 +322,7 @@ FK_ENTRY(cuMemAllocManaged, (CUdeviceptr *dptr, size_t bytesize, unsigned int fl
   FK_COUNT(cuMemAllocManaged);
   fk_ctx *c;
   CUresult r = fk_need_ctx(&c);
-  if (r)
+  if (r || (r = fk_capture_unsafe_call()))
     return r;
   if (!dptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
     return CUDA_ERROR_INVALID_VALUE;
@@ -331,7 +333,7 @@ FK_ENTRY(cuMemFree_v2, (CUdeviceptr dptr))
 {
   FK_COUNT(cuMemFree_v2);
   CUresult r = fk_need_ctx(NULL);
-  if (r)
+  if (r || (r = fk_capture_unsafe_call()))
     return r;
   uintptr_t p = (uintptr_t)dptr;
   pthread_rwlock_rdlock(&mem_lock);
@@ -461,7 +463,7 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
 {
   fk_ctx *c;
   CUresult r = fk_need_ctx(&c);
-  if (r)
+  if (r || (r = fk_capture_unsafe_call()))
     return r;
   if (!pp || bytesize == 0)
     return CUDA_ERROR_INVALID_VALUE;
@@ -519,7 +521,7 @@ FK_ENTRY(cuMemFreeHost, (void *p))
 {
   FK_COUNT(cuMemFreeHost);
   CUresult r = fk_check_init();
-  if (r)
+  if (r || (r = fk_capture_unsafe_call()))
     return r;
   if (!hr_has_base((uintptr_t)p, FK_MEM_PINNED))
     return CUDA_ERROR_INVALID_VALUE;
@@ -557,7 +559,7 @@ static CUresult host_register(void *p, size_t bytesize, unsigned int flags)
 {
   fk_ctx *c;
   CUresult r = fk_need_ctx(&c);
-  if (r)
+  if (r || (r = fk_capture_unsafe_call()))
     return r;
   if (!p || bytesize == 0)
     return CUDA_ERROR_INVALID_VALUE;
@@ -595,7 +597,7 @@ FK_ENTRY(cuMemHostUnregister, (void *p))
 {
   FK_COUNT(cuMemHostUnregister);
   CUresult r = fk_check_init();
-  if (r)
+  if (r || (r = fk_capture_unsafe_call()))
     return r;
   if (!hr_has_base((uintptr_t)p, FK_MEM_REGISTERED)) {
     /* Measured on the H200: an address inside a registration that is not its base is rejected as
@@ -646,6 +648,45 @@ FK_ENTRY(cuMemHostGetFlags, (unsigned int *pFlags, void *p))
     return CUDA_ERROR_INVALID_VALUE;
   *pFlags = f;
   return CUDA_SUCCESS;
+}
+
+/* ---- context teardown ------------------------------------------------------------------------- */
+
+void fk_mem_drop_ctx(fk_ctx *c)
+{
+  size_t ps = page_size();
+  pthread_rwlock_wrlock(&mem_lock);
+  for (int d = 0; d < FK_MAX_DEV; d++) {
+    struct dheap *h = &heaps[d];
+    size_t keep = 0;
+    for (size_t i = 0; i < h->n; i++) {
+      struct dalloc *a = &h->v[i];
+      if (a->ctx != c) {
+        h->v[keep++] = *a;
+        continue;
+      }
+      h->used -= a->span;
+      uintptr_t lo = (a->base + ps - 1) & ~(ps - 1), hi = (a->base + a->span) & ~(ps - 1);
+      if (hi > lo)
+        syscall(SYS_madvise, (void *)lo, hi - lo, MADV_DONTNEED);
+    }
+    h->n = keep;
+  }
+  /* Registrations stay: whether the real driver drops them with their context is not known yet
+   * (the conformance suite's multidev.ctx.* cases ask it). */
+  size_t keep = 0;
+  for (size_t i = 0; i < hr_n; i++) {
+    struct hrange *r = &hr[i];
+    if (r->ctx != c || r->kind != FK_MEM_PINNED) {
+      hr[keep++] = *r;
+      continue;
+    }
+    sys_munmap((void *)r->base, r->maplen); /* freed: the program's view goes too */
+    if (r->alias)
+      sys_munmap(r->alias, r->maplen);
+  }
+  hr_n = keep;
+  pthread_rwlock_unlock(&mem_lock);
 }
 
 /* ---- pointer attributes ------------------------------------------------------------------------ */

@@ -73,6 +73,7 @@ static const struct row rows[] = {
   { "cuStreamBeginCapture", 10000, NULL, NULL }, /* v1, without a capture mode */
   { "cuStreamBeginCapture", 10010, F(cuStreamBeginCapture_v2), F(cuStreamBeginCapture_v2_ptsz) },
   { "cuStreamEndCapture", 10000, F(cuStreamEndCapture), F(cuStreamEndCapture_ptsz) },
+  { "cuThreadExchangeStreamCaptureMode", 10010, F(cuThreadExchangeStreamCaptureMode), NULL },
   { "cuGraphInstantiate", 10000, NULL, NULL }, /* v1, with error-node outputs */
   { "cuGraphInstantiate", 12000, F(cuGraphInstantiateWithFlags), NULL },
   { "cuGraphInstantiateWithFlags", 11040, F(cuGraphInstantiateWithFlags), NULL },

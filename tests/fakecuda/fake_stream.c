@@ -353,12 +353,18 @@ CUresult fk_submit(CUstream h, int per_thread, fk_op *op, int flags, fk_ticket *
   pthread_mutex_lock(&fk_lock);
   fk_stream *s;
   CUresult r = fk_stream_resolve(h, per_thread, &s);
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   if (r == CUDA_SUCCESS) {
     if (s->capture) {
-      if (flags & FK_SUB_SYNC)
+      if (s->capture_invalid) {
+        r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+      } else if (flags & FK_SUB_SYNC) { /* a synchronous call on a capturing stream */
+        fk_capture_invalidate(s);
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-      else
+      } else {
         fk_graph_append(s->capture, op); /* recorded, not run */
+      }
     } else if ((r = fk_enqueue_locked(s, op)) == CUDA_SUCCESS) {
       if (t) {
         t->s = s;
@@ -501,7 +507,10 @@ static CUresult stream_sync(CUstream h, int pt)
   pthread_mutex_lock(&fk_lock);
   fk_stream *s = NULL;
   r = fk_stream_resolve(h, pt, &s);
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   if (r == CUDA_SUCCESS && s->capture) {
+    fk_capture_invalidate(s);
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   } else if (r == CUDA_SUCCESS && fk_tls_worker == s) {
     r = CUDA_ERROR_NOT_PERMITTED; /* a host function waiting for itself */
@@ -534,10 +543,13 @@ static CUresult stream_query(CUstream h, int pt)
   pthread_mutex_lock(&fk_lock);
   fk_stream *s;
   r = fk_stream_resolve(h, pt, &s);
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   if (r == CUDA_SUCCESS) {
-    if (s->capture)
+    if (s->capture) {
+      fk_capture_invalidate(s);
       r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    else if (s->completed < s->enqueued)
+    } else if (s->completed < s->enqueued)
       r = CUDA_ERROR_NOT_READY;
     else
       r = s->ctx->sticky;
@@ -560,6 +572,18 @@ FK_ENTRY(cuStreamQuery_ptsz, (CUstream hStream))
 
 /* ---- events ------------------------------------------------------------------------------------ */
 
+/* An event whose context was destroyed or reset is gone in the real driver: a program using one
+ * under an earlier shim died of a segfault on an H200 (driver 580; the shim queried its own event
+ * of a destroyed context). The fake stops the process loudly rather than answer. fk_lock held. */
+static void event_alive_or_die(CUevent h, const char *call)
+{
+  fk_event *e = (fk_event *)h;
+  if (e->ctx && (e->ctx->destroyed || e->ctx->resets != e->ctx_resets)) {
+    fk_warn("%s on an event whose context was destroyed or reset (the real driver crashes)", call);
+    abort();
+  }
+}
+
 void fk_event_unref(fk_event *e)
 {
   if (--e->refs == 0)
@@ -569,7 +593,8 @@ void fk_event_unref(fk_event *e)
 FK_ENTRY(cuEventCreate, (CUevent *phEvent, unsigned int Flags))
 {
   FK_COUNT(cuEventCreate);
-  CUresult r = fk_need_ctx(NULL);
+  fk_ctx *c;
+  CUresult r = fk_need_ctx(&c);
   if (r)
     return r;
   unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
@@ -582,6 +607,8 @@ FK_ENTRY(cuEventCreate, (CUevent *phEvent, unsigned int Flags))
   e->flags = Flags;
   e->refs = 1;
   pthread_mutex_lock(&fk_lock);
+  e->ctx = c;
+  e->ctx_resets = c->resets;
   fk_handle_add(e, FK_H_EVENT);
   pthread_mutex_unlock(&fk_lock);
   *phEvent = (CUevent)e;
@@ -596,6 +623,7 @@ FK_ENTRY(cuEventDestroy_v2, (CUevent hEvent))
     return r;
   pthread_mutex_lock(&fk_lock);
   if (fk_handle_is(hEvent, FK_H_EVENT)) {
+    event_alive_or_die(hEvent, "cuEventDestroy");
     fk_handle_del(hEvent);
     fk_event_unref((fk_event *)hEvent); /* queued records/waits keep it alive */
   } else {
@@ -619,8 +647,12 @@ static CUresult event_record(CUevent hEvent, CUstream h, int pt)
   fk_stream *s = NULL;
   if (!fk_handle_is(hEvent, FK_H_EVENT))
     r = CUDA_ERROR_INVALID_HANDLE;
-  else
+  else {
+    event_alive_or_die(hEvent, "cuEventRecord");
     r = fk_stream_resolve(h, pt, &s);
+  }
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   if (r == CUDA_SUCCESS && !s->capture) {
     fk_event *e = (fk_event *)hEvent;
     op->u.event.ev = e;
@@ -673,6 +705,8 @@ FK_ENTRY(cuEventQuery, (CUevent hEvent))
   pthread_mutex_lock(&fk_lock);
   if (!fk_handle_is(hEvent, FK_H_EVENT))
     r = CUDA_ERROR_INVALID_HANDLE;
+  else if ((event_alive_or_die(hEvent, "cuEventQuery"), 0))
+    ;
   else if (((fk_event *)hEvent)->done_gen < ((fk_event *)hEvent)->rec_gen)
     r = CUDA_ERROR_NOT_READY;
   pthread_mutex_unlock(&fk_lock);
@@ -689,6 +723,7 @@ FK_ENTRY(cuEventSynchronize, (CUevent hEvent))
   if (!fk_handle_is(hEvent, FK_H_EVENT)) {
     r = CUDA_ERROR_INVALID_HANDLE;
   } else {
+    event_alive_or_die(hEvent, "cuEventSynchronize");
     fk_event *e = (fk_event *)hEvent;
     uint64_t gen = e->rec_gen;
     e->refs++;
@@ -748,8 +783,12 @@ static CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned int flags
   fk_stream *s = NULL;
   if (!fk_handle_is(hEvent, FK_H_EVENT))
     r = CUDA_ERROR_INVALID_HANDLE;
-  else
+  else {
+    event_alive_or_die(hEvent, "cuEventRecord");
     r = fk_stream_resolve(h, pt, &s);
+  }
+  if (r == CUDA_SUCCESS)
+    r = fk_capture_legacy_use(s, 1);
   fk_event *e = (fk_event *)hEvent;
   if (r == CUDA_SUCCESS && !s->capture && e->done_gen < e->rec_gen) {
     op->u.event.ev = e;

@@ -29,7 +29,7 @@
   X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz) X(cuStreamBeginCapture_v2) \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz) \
   X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphLaunch_ptsz) X(cuGraphDestroy) \
-  X(cuGraphExecDestroy) \
+  X(cuGraphExecDestroy) X(cuThreadExchangeStreamCaptureMode) \
   /* fake_copy.c */ \
   X(cuMemsetD8_v2) X(cuMemsetD8_v2_ptds) X(cuMemsetD8Async) X(cuMemsetD8Async_ptsz) \
   X(cuMemcpy) X(cuMemcpy_ptds) X(cuMemcpyAsync) X(cuMemcpyAsync_ptsz) \

@@ -43,7 +43,8 @@ typedef CUresult (*ctx_create_v2_fn)(CUcontext *, unsigned int, CUdevice);
   X(cuStreamWriteValue32_v2) X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2)        \
   X(cuMemcpyDtoD_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoDAsync_v2)           \
   X(cuMemcpy2D_v2) X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DAsync_v2) X(cuMemcpy3D_v2) X(cuMemcpy3DAsync_v2) \
-  X(cuMemcpyPeer) X(cuMemcpyPeerAsync) X(cuMemcpyBatchAsync_v2) X(cuGetProcAddress_v2)
+  X(cuMemcpyPeer) X(cuMemcpyPeerAsync) X(cuMemcpyBatchAsync_v2) X(cuGetProcAddress_v2)   \
+  X(cuThreadExchangeStreamCaptureMode) X(cuDevicePrimaryCtxReset_v2)
 
 /* X(member, exported name, symbol giving the type): per-thread variants */
 #define PT_SYMS(X)                                                                                      \
@@ -298,6 +299,9 @@ static void test_memory_kinds(void)
   OK(D.cuMemHostGetDevicePointer_v2(&alias, pinned, 0));
   EXPECT(alias == PTR(pinned), "device alias of pinned memory");
   EXPECT_RC(D.cuMemHostRegister_v2((char *)pinned + 4096, 100, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  /* like a registration: a range that starts inside and runs past the end is refused */
+  EXPECT_RC(D.cuMemcpyHtoD_v2(d, (char *)pinned + 3 * 4096, 100), CUDA_ERROR_INVALID_VALUE);
+  OK(D.cuMemcpyHtoD_v2(d, (char *)pinned + 3 * 4096, 10));
 
   size_t rn = 8 * 4096;
   char *reg = aligned_alloc(4096, rn);
@@ -706,7 +710,6 @@ static void test_capture(void)
   EXPECT_RC(D.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
   OK(D.cuMemcpyHtoDAsync_v2(d, hb, n, s));
   OK(D.cuMemcpyDtoHAsync_v2(out, d, n, s));
-  EXPECT_RC(D.cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
   CUgraph g;
   OK(D.cuStreamEndCapture(s, &g));
   OK(D.cuStreamIsCapturing(s, &st));
@@ -733,8 +736,37 @@ static void test_capture(void)
   OK(D.IsCapturing_ptsz(CU_STREAM_PER_THREAD, &st));
   EXPECT(st == CU_STREAM_CAPTURE_STATUS_ACTIVE, "per-thread stream capturing");
   EXPECT_RC(D.HtoD_ptds(d, hb, 16), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-  OK(D.EndCapture_ptsz(NULL, &g));
-  OK(D.cuGraphDestroy(g));
+  OK(D.IsCapturing_ptsz(CU_STREAM_PER_THREAD, &st));
+  EXPECT(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED, "a sync copy invalidated the capture");
+  EXPECT_RC(D.HtoDAsync_ptsz(d, hb, 16, NULL), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  g = (CUgraph)&g;
+  EXPECT_RC(D.EndCapture_ptsz(NULL, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  EXPECT(g == NULL, "an invalidated capture ends without a graph");
+  OK(D.IsCapturing_ptsz(CU_STREAM_PER_THREAD, &st));
+  EXPECT(st == CU_STREAM_CAPTURE_STATUS_NONE, "invalidated capture ended");
+
+  /* a blocking stream captures: the legacy stream is unusable (and its use invalidates) */
+  CUstream b;
+  OK(D.cuStreamCreate(&b, 0));
+  OK(D.cuStreamBeginCapture_v2(b, CU_STREAM_CAPTURE_MODE_RELAXED));
+  EXPECT_RC(D.cuStreamIsCapturing(NULL, &st), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  OK(D.cuStreamIsCapturing(b, &st));
+  EXPECT(st == CU_STREAM_CAPTURE_STATUS_ACTIVE, "querying the legacy stream does not invalidate");
+  EXPECT_RC(D.cuMemcpyHtoD_v2(d, hb, 16), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+  EXPECT_RC(D.cuStreamEndCapture(b, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  /* a prohibited call (registering) in global mode; allowed once the thread is relaxed */
+  OK(D.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  OK(D.cuThreadExchangeStreamCaptureMode(&mode));
+  EXPECT(mode == CU_STREAM_CAPTURE_MODE_GLOBAL, "threads start in global mode");
+  OK(D.cuMemHostRegister_v2(hb, n, 0));
+  OK(D.cuMemHostUnregister(hb));
+  OK(D.cuThreadExchangeStreamCaptureMode(&mode));
+  EXPECT_RC(D.cuMemHostRegister_v2(hb, n, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  EXPECT_RC(D.cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  OK(D.cuMemHostRegister_v2(hb, n, 0));
+  OK(D.cuMemHostUnregister(hb));
+  OK(D.cuStreamDestroy_v2(b));
   OK(D.cuStreamDestroy_v2(s));
   OK(D.cuMemFree_v2(d));
   free(hb);
@@ -840,6 +872,39 @@ static void *worker(void *arg)
   free(src);
   free(dst);
   return (void *)bad;
+}
+
+/* A destroyed context, or a reset primary context, takes its allocations and streams along. */
+static void test_teardown(void)
+{
+  struct attrs a;
+  char *reg = aligned_alloc(4096, 2 * 4096);
+  for (int reset = 0; reset < 2; reset++) {
+    CUcontext c = ctx0;
+    if (reset)
+      OK(D.cuCtxSetCurrent(ctx0));
+    else
+      OK(D.CtxCreate_v2(&c, 0, 1));
+    CUdeviceptr d;
+    void *pinned;
+    CUstream s;
+    OK(D.cuMemAlloc_v2(&d, 4096));
+    OK(D.cuMemHostAlloc(&pinned, 4096, 0));
+    OK(D.cuMemHostRegister_v2(reg, 2 * 4096, 0));
+    OK(D.cuStreamCreate(&s, 0));
+    if (reset)
+      OK(D.cuDevicePrimaryCtxReset_v2(0));
+    else
+      OK(D.cuCtxDestroy_v2(c));
+    OK(get_attrs((void *)(uintptr_t)d, &a));
+    EXPECT(a.type == 0, "device memory gone with the context (reset %d)", reset);
+    OK(get_attrs(pinned, &a));
+    EXPECT(a.type == 0, "pinned memory gone with the context (reset %d)", reset);
+    OK(D.cuMemHostUnregister(reg)); /* registrations stay (unknown on the real driver) */
+    EXPECT_RC(D.cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+  }
+  OK(D.cuCtxSetCurrent(ctx0));
+  free(reg);
 }
 
 static void test_threads(void)
@@ -1066,6 +1131,7 @@ int main(int argc, char **argv)
   test_stream_semantics();
   test_capture();
   test_getprocaddress();
+  test_teardown();
   test_threads();
   test_fork();
 

@@ -20,7 +20,10 @@
  *                                  sub-ranges that start inside a block and run to its end; every
  *                                  return code is printed (a neighbour of a registration must not
  *                                  fail: the real driver refuses a copy that starts inside a
- *                                  registration and runs past its end) */
+ *                                  registration and runs past its end)
+ *   reuseprog edges              - a registered buffer, then copies the shim passes to the driver as
+ *                                  they are (2D, host-to-host, during capture, batch) that start
+ *                                  inside its whole pages and run to its end: each must succeed */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -416,6 +419,55 @@ static int scenario_neighbours(void)
     return neighbour_failures || neighbour_wrong;
 }
 
+/* Prints a copy's return code under a name: the output must match the run without the shim. */
+static int edge_failures;
+static void edge_result(const char *what, CUresult r)
+{
+    printf("edges: %s returned %d\n", what, (int)r);
+    edge_failures += r != CUDA_SUCCESS;
+}
+
+static int scenario_edges(void)
+{
+    const size_t n = 4000000, off = 8192 + 100; /* starts inside the whole pages, runs to the end */
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    unsigned char *other = malloc(n);
+    for (int k = 0; k < 3; k++) { /* one buffer per shape: a dropped registration is not made again */
+        unsigned char *buf = malloc(n);
+        for (int i = 0; i < 4; i++) /* registered at the 3rd copy with the default policy */
+            round_trip(buf, n, (uint32_t)(40 + 10 * k + i));
+        if (k == 0) {
+            size_t rows = 4, width = (n - off) / rows;
+            CUDA_MEMCPY2D m = {0};
+            m.srcMemoryType = CU_MEMORYTYPE_HOST;
+            m.srcHost = buf + off;
+            m.srcPitch = width;
+            m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+            m.dstDevice = dev;
+            m.dstPitch = width;
+            m.WidthInBytes = width;
+            m.Height = rows;
+            edge_result("2D H2D", d.m2d(&m));
+        } else if (k == 1) {
+            edge_result("host-to-host cuMemcpy", d.memcpy((CUdeviceptr)other, (CUdeviceptr)(buf + off), n - off));
+            mix(other, n);
+        } else {
+            edge_result("H2D async of [off, end)", d.htod_async(dev, buf + off, n - off, s));
+            edge_result("D2H async of [off, end)", d.dtoh_async(buf + off, dev, n - off, s));
+            CHECK(d.stream_sync(s));
+        }
+        for (int i = 0; i < 2; i++)
+            round_trip(buf, n, (uint32_t)(70 + 10 * k + i));
+        free(buf);
+        check_released(buf, n, "free after edge copies");
+    }
+    free(other);
+    CHECK(d.stream_destroy(s));
+    printf("edges: %d refused\n", edge_failures);
+    return edge_failures != 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -447,6 +499,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "threads")) rc = scenario_threads();
     else if (!strcmp(argv[1], "fork")) rc = scenario_fork();
     else if (!strcmp(argv[1], "neighbours")) rc = scenario_neighbours();
+    else if (!strcmp(argv[1], "edges")) rc = scenario_edges();
     else {
         fprintf(stderr, "unknown scenario %s\n", argv[1]);
         return 2;

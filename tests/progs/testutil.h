@@ -80,6 +80,9 @@ struct test_driver {
     TEST_DRIVER_FUNCS(X)
 #undef X
     int per_thread; /* 1 when the per-thread flavour was asked for */
+    void *lib;      /* the dlopen handle, and the route's cuGetProcAddress (NULL for dlsym): */
+    void *getproc;  /* test_driver_extra looks further functions up the same way */
+    int getproc_v1;
 };
 
 typedef CUresult (*getproc_v2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
@@ -120,6 +123,7 @@ static inline void test_driver_load(struct test_driver *d, const char *route)
     }
     int ptds = strcmp(route, "getproc_ptds") == 0 || strcmp(route, "dlsym_ptds") == 0;
     d->per_thread = ptds;
+    d->lib = h;
     if (strncmp(route, "dlsym", 5) == 0) {
         char buf[128];
 #define X(field, exp, query, version, params)                                                          \
@@ -146,6 +150,8 @@ static inline void test_driver_load(struct test_driver *d, const char *route)
     void *self = NULL;
     CUdriverProcAddressQueryResult status;
     CHECK(boot("cuGetProcAddress", &self, v1 ? 11030 : 12000, 0, &status));
+    d->getproc = self;
+    d->getproc_v1 = v1;
     cuuint64_t flags = ptds ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
 #define X(field, exp, query, version, params)                                                          \
     {                                                                                                  \
@@ -161,6 +167,20 @@ static inline void test_driver_load(struct test_driver *d, const char *route)
     }
     TEST_DRIVER_FUNCS(X)
 #undef X
+}
+
+/* A function outside TEST_DRIVER_FUNCS, found through d's route (its exported name for dlsym,
+ * cuGetProcAddress of `query` at `version` otherwise); NULL when the driver lacks it. */
+static inline void *test_driver_extra(const struct test_driver *d, const char *exp, const char *query, int version)
+{
+    if (!d->getproc)
+        return d->lib ? dlsym(d->lib, exp) : NULL;
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult status;
+    cuuint64_t flags = d->per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_DEFAULT;
+    CUresult r = d->getproc_v1 ? ((getproc_v1_fn)d->getproc)(query, &fn, version, flags)
+                               : ((getproc_v2_fn)d->getproc)(query, &fn, version, flags, &status);
+    return r == CUDA_SUCCESS ? fn : NULL;
 }
 
 /* Loads the driver by `route`, initializes it and makes device 0's primary context current. */

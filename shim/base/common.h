@@ -1,0 +1,38 @@
+/* common.h: small pieces every shim file uses: symbol visibility, the clock, the
+ * thread-local reentrancy depth, and the one place diagnostics are written.
+ * Contract: everything here is safe to call before the shim is initialized. */
+#ifndef PINSHIM_COMMON_H
+#define PINSHIM_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#define PINSHIM_EXPORT __attribute__((visibility("default")))
+#define PINSHIM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define PINSHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+static inline uint64_t pinshim_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Depth > 0 means "the shim is calling the driver itself": wrappers then forward
+ * without classifying or counting. Initial-exec TLS: one instruction to read. */
+extern __thread int pinshim_depth __attribute__((tls_model("initial-exec")));
+
+/* The return address into the program (or the CUDA runtime) of the wrapper call being handled:
+ * wrappers tail-call their handlers, so the handler's return address is the caller's. A cheap hint
+ * for the call site; observe/callsite.c unwinds only when it points into CUDA's own libraries. */
+extern __thread uintptr_t pinshim_caller __attribute__((tls_model("initial-exec")));
+
+static inline void pinshim_enter(void) { pinshim_depth++; }
+static inline void pinshim_leave(void) { pinshim_depth--; }
+
+/* Diagnostics go to stderr with the sanitizer-style "==pid== pinshim:" prefix.
+ * Thread-safe (one write(2) per message); not async-signal-safe (uses vsnprintf). */
+void pinshim_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

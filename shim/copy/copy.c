@@ -1,0 +1,55 @@
+/* copy.c: classification of a copy's two sides into a direction and a host memory kind, and the
+ * hand-off of a finished copy to the stats (see copy.h). */
+#include "copy.h"
+
+#include "guard/guard.h"
+#include "hostmem/memkind.h"
+#include "hostmem/regcache.h"
+#include "observe/log.h"
+#include "observe/stats.h"
+
+static bool side_is_host(enum host_kind k) { return memkind_is_host(k) || k == KIND_UNKNOWN; }
+
+void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, enum host_kind dst_kind,
+                   uintptr_t src, enum host_kind src_kind, size_t bytes, CUstream stream, bool async)
+{
+    c->entry = entry;
+    c->dst = dst;
+    c->src = src;
+    c->bytes = bytes;
+    c->stream = stream;
+    c->async = async;
+    c->action = ACTION_PASS;
+    c->unstaged = UNSTAGED_NONE;
+    c->completed = false;
+    c->dst_kind = dst_kind == KIND_UNKNOWN ? memkind_of(dst) : dst_kind;
+    c->src_kind = src_kind == KIND_UNKNOWN ? memkind_of(src) : src_kind;
+    regcache_view(c); /* memory the cache pinned is still pageable to the program */
+
+    bool src_host = side_is_host(c->src_kind), dst_host = side_is_host(c->dst_kind);
+    if (src_host && dst_host) {
+        c->dir = DIR_H2H;
+        c->host_kind = c->src_kind;
+    } else if (src_host) {
+        c->dir = DIR_H2D;
+        c->host_kind = c->src_kind;
+    } else if (dst_host) {
+        c->dir = DIR_D2H;
+        c->host_kind = c->dst_kind;
+    } else {
+        c->dir = DIR_D2D;
+        c->host_kind = (c->src_kind == KIND_MANAGED || c->dst_kind == KIND_MANAGED) ? KIND_MANAGED : KIND_DEVICE;
+    }
+}
+
+void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)
+{
+    if (result == CUDA_SUCCESS) {
+        stats_add_transfer(c->dir, c->host_kind, c->bytes, c->action, host_ns);
+        if (c->unstaged != UNSTAGED_NONE)
+            stats_add_unstaged(c->unstaged, c->bytes);
+    } else
+        stats_add_failed_copy();
+    log_copy(c, result, host_ns); /* advice, call sites, per-transfer record (observe/log.h) */
+    guard_after_copy(c, result);  /* protect an async D2H into pinned memory; a sync copy releases (guard/guard.h) */
+}

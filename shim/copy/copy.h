@@ -1,0 +1,23 @@
+/* copy.h: the two steps every copy handler takes with its struct copy (base/copy_desc.h): describe
+ * (classify its memory, find its direction) and record (count it, log it, guard it).
+ * Contract: thread-safe; copy_describe() may call the driver (pointer attributes) with the
+ * reentrancy depth raised; copy_record() never calls the driver. */
+#ifndef PINSHIM_COPY_H
+#define PINSHIM_COPY_H
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/copy_desc.h"
+
+/* Kinds known from the entry point itself (cuMemcpyHtoD: dst is device) skip classification:
+ * pass KIND_UNKNOWN for a side that must be classified, or the known kind. */
+void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, enum host_kind dst_kind,
+                   uintptr_t src, enum host_kind src_kind, size_t bytes, CUstream stream, bool async);
+
+/* Counts a finished call: a success is one transfer of c->bytes, a failure one failed copy. */
+void copy_record(const struct copy *c, CUresult result, uint64_t host_ns);
+
+#endif

@@ -1,0 +1,180 @@
+/* memkind.c: pointer classification (see memkind.h). The range table is a sorted array under a
+ * read-write lock; a generation counter invalidates each thread's one-entry cache on any change. */
+#define _GNU_SOURCE
+#include "memkind.h"
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/common.h"
+#include "base/real.h"
+
+struct range {
+    uintptr_t base, end;
+    enum host_kind kind;
+};
+
+static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct range *ranges;
+static size_t range_count, range_capacity;
+static uint64_t generation = 1;
+static bool driver_allowed = true;
+
+static __thread struct {
+    uint64_t generation;
+    struct range hit;
+} cache __attribute__((tls_model("initial-exec")));
+
+/* Index of the first range with base > p. Caller holds the lock. */
+static size_t upper_bound(uintptr_t p)
+{
+    size_t lo = 0, hi = range_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ranges[mid].base <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static bool table_lookup(uintptr_t p, struct range *out)
+{
+    uint64_t gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+    if (cache.generation == gen && p >= cache.hit.base && p < cache.hit.end) {
+        *out = cache.hit;
+        return true;
+    }
+    bool found = false;
+    pthread_rwlock_rdlock(&table_lock);
+    size_t i = upper_bound(p);
+    if (i > 0 && p < ranges[i - 1].end) {
+        *out = ranges[i - 1];
+        found = true;
+    }
+    gen = generation;
+    pthread_rwlock_unlock(&table_lock);
+    if (found) {
+        cache.generation = gen;
+        cache.hit = *out;
+    }
+    return found;
+}
+
+typedef CUresult (*get_attributes_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+
+static enum host_kind driver_kind(uintptr_t p)
+{
+    static void *cached;
+    if (!__atomic_load_n(&driver_allowed, __ATOMIC_RELAXED))
+        return KIND_UNKNOWN;
+    get_attributes_fn get_attributes =
+        (get_attributes_fn)real_driver_symbol_cached(&cached, "cuPointerGetAttributes");
+    if (!get_attributes)
+        return KIND_UNKNOWN;
+    unsigned int memory_type = 0, is_managed = 0;
+    CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    void *data[2] = {&memory_type, &is_managed};
+    pinshim_enter();
+    CUresult r = get_attributes(2, attrs, data, (CUdeviceptr)p);
+    pinshim_leave();
+    if (r != CUDA_SUCCESS)
+        return KIND_UNKNOWN;
+    if (is_managed)
+        return KIND_MANAGED;
+    switch (memory_type) {
+    case 0: return KIND_PAGEABLE; /* not known to CUDA: plain host memory */
+    case CU_MEMORYTYPE_HOST: return KIND_PINNED; /* pinned by a route the shim did not see */
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_ARRAY: return KIND_DEVICE;
+    default: return KIND_UNKNOWN;
+    }
+}
+
+enum host_kind memkind_of(uintptr_t p)
+{
+    struct range r;
+    if (table_lookup(p, &r))
+        return r.kind;
+    return driver_kind(p);
+}
+
+bool memkind_range_of(uintptr_t p, uintptr_t *base, uintptr_t *end)
+{
+    struct range r;
+    if (!table_lookup(p, &r))
+        return false;
+    *base = r.base;
+    *end = r.end;
+    return true;
+}
+
+/* Removes every range overlapping [base, end). Caller holds the write lock. */
+static void remove_overlaps(uintptr_t base, uintptr_t end)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < range_count; i++)
+        if (ranges[i].end <= base || ranges[i].base >= end)
+            ranges[out++] = ranges[i];
+    range_count = out;
+}
+
+void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind)
+{
+    if (bytes == 0)
+        return;
+    uintptr_t end = base + bytes;
+    pthread_rwlock_wrlock(&table_lock);
+    remove_overlaps(base, end); /* a stale entry the program's free raced with */
+    if (range_count == range_capacity) {
+        size_t cap = range_capacity ? range_capacity * 2 : 64;
+        struct range *grown = realloc(ranges, cap * sizeof *grown);
+        if (!grown) {
+            pthread_rwlock_unlock(&table_lock);
+            pinshim_warn("warning: out of memory tracking pinned ranges; copies from %p will be classified "
+                         "by the driver", (void *)base);
+            return;
+        }
+        ranges = grown;
+        range_capacity = cap;
+    }
+    size_t i = upper_bound(base);
+    memmove(&ranges[i + 1], &ranges[i], (range_count - i) * sizeof *ranges);
+    ranges[i] = (struct range){base, end, kind};
+    range_count++;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    pthread_rwlock_unlock(&table_lock);
+}
+
+void memkind_remove_range(uintptr_t base)
+{
+    pthread_rwlock_wrlock(&table_lock);
+    size_t i = upper_bound(base);
+    if (i > 0 && ranges[i - 1].base == base) {
+        memmove(&ranges[i - 1], &ranges[i], (range_count - i) * sizeof *ranges);
+        range_count--;
+        __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    }
+    pthread_rwlock_unlock(&table_lock);
+}
+
+void memkind_clear(void)
+{
+    pthread_rwlock_wrlock(&table_lock);
+    range_count = 0;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    pthread_rwlock_unlock(&table_lock);
+}
+
+void memkind_forget_all(void)
+{
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+    table_lock = fresh; /* the parent's lock may have been held by a thread that does not exist here */
+    range_count = 0;
+    generation++;
+}
+
+void memkind_allow_driver(bool allow) { __atomic_store_n(&driver_allowed, allow, __ATOMIC_RELAXED); }

@@ -1,0 +1,38 @@
+/* memkind.h: what a pointer given to a copy is: pageable, pinned (cuMemHostAlloc/cuMemAllocHost),
+ * registered (cuMemHostRegister), managed, device, or unknown.
+ * The shim's own table of the program's pinned and registered ranges answers first (a thread-local
+ * last-hit cache makes the common case a few loads); otherwise cuPointerGetAttributes decides.
+ * Contract: thread-safe. memkind_of() calls the driver only when driver calls are allowed
+ * (not in a forked child) and then with the reentrancy depth raised. */
+#ifndef PINSHIM_MEMKIND_H
+#define PINSHIM_MEMKIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/copy_desc.h" /* enum host_kind, memkind_is_host() */
+
+/* Classifies an address. */
+enum host_kind memkind_of(uintptr_t p);
+
+/* The program allocated pinned memory / registered a range (after the driver said yes). */
+void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind);
+
+/* The program's pinned or registered range holding p, as [*base, *end); false when p is in none.
+ * The shim's own table only (never the driver). */
+bool memkind_range_of(uintptr_t p, uintptr_t *base, uintptr_t *end);
+
+/* The program freed or unregistered the range starting at base (after the driver said yes). */
+void memkind_remove_range(uintptr_t base);
+
+/* Forget every range (a device reset freed the program's pinned memory). Thread-safe. */
+void memkind_clear(void);
+
+/* Forget everything (forked child). Not thread-safe: call only with one thread alive. */
+void memkind_forget_all(void);
+
+/* Allow or forbid the driver query (false in a forked child: no CUDA calls there). */
+void memkind_allow_driver(bool allow);
+
+#endif

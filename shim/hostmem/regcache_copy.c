@@ -1,0 +1,117 @@
+/* regcache_copy.c: what the copy path asks of the registration cache (see regcache.h): whether a
+ * copy's memory is one of the cache's registrations (then pageable to the program), counting copies
+ * and registering on the register_after-th, whether a copy can go directly and how, dropping a
+ * registration a passed copy would run out of, and keeping pageable promises after the call. */
+#define _GNU_SOURCE
+#include "regcache_internal.h"
+
+#include "base/real.h"
+
+static uintptr_t host_side(const struct copy *c) { return c->dir == DIR_H2D ? c->src : c->dst; }
+
+void regcache_view(struct copy *c)
+{
+    c->reg_rec = NULL;
+    c->reg_overlap = false;
+    if (!__atomic_load_n(&regcache_live, __ATOMIC_RELAXED) || !c->bytes)
+        return;
+    uintptr_t sides[2] = {c->src, c->dst};
+    enum host_kind *kinds[2] = {&c->src_kind, &c->dst_kind};
+    for (int i = 0; i < 2; i++) {
+        if (*kinds[i] != KIND_PINNED && *kinds[i] != KIND_PAGEABLE)
+            continue;
+        alloc_table_lock();
+        bool ours = alloc_table_registration_overlapping(sides[i], sides[i] + c->bytes) != NULL;
+        alloc_table_unlock();
+        if (ours) {
+            *kinds[i] = KIND_PAGEABLE; /* what the program believes, and what it would be without the shim */
+            c->reg_overlap = true;
+        }
+    }
+}
+
+bool regcache_direct(struct copy *c)
+{
+    if (!regcache_enabled || (c->dir != DIR_H2D && c->dir != DIR_D2H) || c->host_kind != KIND_PAGEABLE ||
+        !c->bytes)
+        return false;
+    uintptr_t lo = host_side(c), hi = lo + c->bytes;
+    alloc_table_lock();
+    bool tracked = alloc_table_containing(lo) != NULL;
+    alloc_table_unlock();
+    if (!tracked || (c->async && real_stream_capturing(c->stream))) /* ask the driver only for tracked memory */
+        return false;
+    alloc_table_lock();
+    struct alloc_rec *r = alloc_table_containing(lo); /* again: it may have been freed meanwhile */
+    if (!r || r->detached) {
+        alloc_table_unlock();
+        return false;
+    }
+    r->busy++;
+    if (r->state == REG_NONE && hi <= r->base + r->size && ++r->copies >= regcache_register_after)
+        regcache_register_locked(r);
+    bool direct = r->state == REG_REGISTERED && !r->detached && r->reg_lo < hi && lo < r->reg_hi;
+    if (direct) {
+        r->last_use = ++regcache_lru_clock;
+        c->reg_rec = r; /* stays busy until regcache_after_copy: reg_lo/reg_hi stay as they are */
+        c->reg_overlap = true;
+    } else {
+        r->busy--;
+        alloc_table_broadcast();
+    }
+    alloc_table_unlock();
+    return direct;
+}
+
+bool regcache_stream_idle(const struct copy *c)
+{
+    static void *slot;
+    return regcache_stream_call("cuStreamQuery", &slot, c->stream) == CUDA_SUCCESS;
+}
+
+bool regcache_direct_whole(const struct copy *c)
+{
+    uintptr_t lo = host_side(c);
+    return c->reg_rec && c->reg_rec->reg_lo <= lo && lo + c->bytes <= c->reg_rec->reg_hi;
+}
+
+void regcache_direct_range(const struct copy *c, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = c->reg_rec->reg_lo;
+    *hi = c->reg_rec->reg_hi;
+}
+
+void regcache_clear_edges(uintptr_t lo, uintptr_t hi)
+{
+    if (lo >= hi || !__atomic_load_n(&regcache_live, __ATOMIC_RELAXED) || regcache_busy_here())
+        return;
+    for (;;) {
+        alloc_table_lock();
+        struct alloc_rec *r = alloc_table_registration_overlapping(lo, lo + 1);
+        if (!r || r->state != REG_REGISTERED || hi <= r->reg_hi) {
+            alloc_table_unlock();
+            return;
+        }
+        regcache_drop_locked(r, WHY_EDGE); /* unlocks */
+    }
+}
+
+void regcache_after_copy(struct copy *c, CUresult result)
+{
+    /* pageable semantics for an async copy of memory the cache pinned: complete on return */
+    bool must_wait = c->reg_overlap && c->async && result == CUDA_SUCCESS && c->action != ACTION_STAGED;
+    if (must_wait && (c->completed || !real_stream_capturing(c->stream))) {
+        static void *slot;
+        if (!c->completed) /* a copy cut at the registration's edges has waited already */
+            regcache_stream_call("cuStreamSynchronize", &slot, c->stream);
+        regcache_count_wait();
+    }
+    if (c->reg_rec) {
+        alloc_table_lock();
+        c->reg_rec->busy--;
+        alloc_table_broadcast();
+        alloc_table_unlock();
+        c->reg_rec = NULL;
+    }
+}
+

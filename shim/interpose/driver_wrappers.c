@@ -1,0 +1,31 @@
+/* driver_wrappers.c: one exported wrapper per row of base/driver_table.h, generated. A wrapper only
+ * forwards to its shape's handler (copy/driver_shapes.h) with its row id. Each is defined under a
+ * hidden name and exported as an alias carrying the libcuda symbol name (an asm label, so cuda.h's
+ * renaming macros cannot interfere). The table below takes the hidden names' addresses: another
+ * preloaded library that defines the same symbols cannot make the shim mistake its functions for
+ * the shim's own. */
+#include "wrappers.h"
+
+#include "copy/driver_shapes.h"
+
+#define X(id, exp, query, vmin, vmax, flavour, shape)                                                  \
+    static CUresult wrap_##id(SHAPE_##shape##_P) { return shape_##shape(ENTRY_##id SHAPE_##shape##_CA); } \
+    __attribute__((visibility("default"), alias("wrap_" #id))) CUresult export_##id(SHAPE_##shape##_P) __asm__(exp);
+PINSHIM_DRIVER_ENTRIES(X)
+#undef X
+
+static void *const wrapper_fns[ENTRY_COUNT] = {
+#define X(id, exp, query, vmin, vmax, flavour, shape) (void *)wrap_##id,
+    PINSHIM_DRIVER_ENTRIES(X)
+#undef X
+};
+
+void *driver_wrapper(enum driver_entry_id id) { return wrapper_fns[id]; }
+
+bool driver_is_wrapper(const void *fn)
+{
+    for (int i = 0; i < ENTRY_COUNT; i++)
+        if (wrapper_fns[i] == fn)
+            return true;
+    return false;
+}

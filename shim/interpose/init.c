@@ -1,0 +1,82 @@
+/* init.c: the shim's life cycle, and the one place the layers are wired together. The constructor
+ * loads the policy, registers the summary's sections (observe/stats.h) and the subscribers of the
+ * allocation events (hostmem/alloc_events.h), and installs the fork handler; everything
+ * CUDA-related is resolved lazily by the wrappers, so a program that never uses CUDA sees nothing.
+ * At exit the summary is written if the program used CUDA at all.
+ * fork: the child starts its own account and never calls the driver from the shim. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <unistd.h>
+
+#include "base/common.h"
+#include "guard/guard.h"
+#include "hostmem/alloc_events.h"
+#include "hostmem/memkind.h"
+#include "hostmem/regcache.h"
+#include "observe/advice.h"
+#include "observe/linkrate.h"
+#include "observe/log.h"
+#include "observe/stats.h"
+#include "policy.h"
+#include "stage/pool.h"
+#include "stage/stage.h"
+#include "stage/workers.h"
+
+static time_t process_start;
+
+/* The summary's sections, in the order they are printed after the transfer table. */
+static const struct stats_section summary_sections[] = {
+    {stage_summary_json, stage_summary_text},       /* staged copies, the pool, why not staged */
+    {linkrate_summary_json, linkrate_summary_text}, /* the pinned rates the pool's probe measured */
+    {regcache_summary_json, regcache_summary_text}, /* pin-on-reuse registrations */
+    {guard_summary_json, guard_summary_text},       /* guarded copies and races */
+};
+
+static void on_fork_child(void)
+{
+    stats_reset();
+    memkind_forget_all();
+    memkind_allow_driver(false);
+    stage_forget();
+    pool_forget();
+    linkrate_forget();
+    workers_forget();
+    log_fork_child();
+    guard_fork_child();
+    regcache_fork_child();
+}
+
+__attribute__((constructor)) static void pinshim_init(void)
+{
+    process_start = time(NULL);
+    for (size_t i = 0; i < sizeof summary_sections / sizeof summary_sections[0]; i++)
+        stats_add_section(&summary_sections[i]);
+    policy_load();
+    const struct alloc_subscriber *cache = regcache_configure();
+    if (cache)
+        alloc_events_subscribe(cache); /* from now on large allocations are tracked */
+    log_init(process_start); /* reports a bad log pattern now, not only at exit */
+    guard_init();
+    pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+static void write_exit_summary(void)
+{
+    if (!pinshim_policy.intercept || !stats_any_activity())
+        return;
+    if (log_finish()) /* PINSHIM_LOG's file got the summary record: nothing on stderr */
+        return;
+    if (pinshim_policy.summary == SUMMARY_NONE)
+        return;
+    bool json = pinshim_policy.summary == SUMMARY_JSON;
+    stats_write_summary(STDERR_FILENO, json);
+    if (!json)
+        advice_write_text(STDERR_FILENO);
+}
+
+__attribute__((destructor)) static void pinshim_fini(void)
+{
+    write_exit_summary();
+    guard_at_exit(); /* the guard's SUMMARY line last; may _exit(guard_exitcode) */
+}

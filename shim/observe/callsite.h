@@ -1,0 +1,56 @@
+/* callsite.h: where in the program a copy was made, and what each such place copied.
+ * A call site is the first stack frame outside the shim, libcuda and libcudart (and outside
+ * functions named cuda* / __cuda*, which is how a statically linked CUDA runtime shows up), named
+ * by its module's basename and the offset of the call instruction in it ("app+0x1234"), plus the
+ * symbol when the module exports one (link the program with -rdynamic to see static functions).
+ * Contract: callsite_init() runs once, from the constructor, before any copy (it loads the unwinder
+ * so that no later capture allocates). callsite_capture() and callsite_add() are thread-safe and
+ * lock-free: one unwind that stops at the first program frame, one hash probe per frame (return
+ * addresses are classified once and cached). A site pointer stays valid for the process's life.
+ * The readers (callsite_top, callsite_json_top) take a snapshot that may miss copies in flight. */
+#ifndef PINSHIM_CALLSITE_H
+#define PINSHIM_CALLSITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/copy_desc.h"
+#include "jbuf.h"
+
+struct callsite;
+
+/* Per-site totals of successful copies. pageable_* cover copies whose host side was pageable. */
+struct callsite_totals {
+    uint64_t count, bytes, host_ns;
+    uint64_t kinds[KIND_COUNT];
+    uint64_t pageable_count, pageable_h2d_bytes, pageable_d2h_bytes, pageable_ns;
+};
+
+void callsite_init(void);
+
+/* The calling copy's site, or NULL when the stack shows none (or the site table is full). */
+const struct callsite *callsite_capture(void);
+
+/* Adds one successful copy to its site's totals. */
+void callsite_add(const struct callsite *s, const struct copy *c, uint64_t host_ns);
+
+/* Appends "site":"<module>+0x<offset>","func":"<symbol>"|null (async-signal-safe). NULL site:
+ * "site":null,"func":null. */
+void callsite_json_fields(struct jbuf *jb, const struct callsite *s);
+
+/* Fills out[] with up to max sites, most host time first, and their totals. Returns how many. */
+size_t callsite_top(const struct callsite **out, struct callsite_totals *totals, size_t max);
+
+/* The site as text, "func (module+0xoffset)" or "module+0xoffset", into buf. */
+const char *callsite_text(const struct callsite *s, char *buf, size_t len);
+
+/* Appends the site as text, "func (module+0xoffset)" or "module+0xoffset" (async-signal-safe). */
+void callsite_append_text(struct jbuf *jb, const struct callsite *s);
+
+/* Appends the summary's "sites" array value: the top max sites by host time (async-signal-safe). */
+void callsite_json_top(struct jbuf *jb, size_t max);
+
+/* Forked child: zero every site's totals (the classification stays valid). One thread alive. */
+void callsite_fork_child(void);
+
+#endif

@@ -1,0 +1,347 @@
+/* stats.c: counters (lock-free) and the one printer for all of them, as a table or as JSON. */
+#define _GNU_SOURCE
+#include "stats.h"
+#include "units.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/common.h"
+#include "base/driver.h"
+#include "pinshim.h"
+
+struct cell {
+    uint64_t count, bytes, host_ns;
+};
+
+static struct cell transfers[DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT];
+static struct cell syncs[ENTRY_COUNT];
+static uint64_t calls[ENTRY_COUNT];
+static uint64_t failed_copies;
+/* The summary writers' buffers are 64 KiB: too large for small thread stacks, hence static and
+ * locked. A forked child starts with fresh locks (stats_reset): a parent thread may have held one. */
+static pthread_mutex_t summary_lock = PTHREAD_MUTEX_INITIALIZER, record_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cell unstaged[UNSTAGED_COUNT];
+static bool active;
+
+static void add(uint64_t *counter, uint64_t v) { __atomic_fetch_add(counter, v, __ATOMIC_RELAXED); }
+static uint64_t get(const uint64_t *counter) { return __atomic_load_n(counter, __ATOMIC_RELAXED); }
+
+unsigned stats_bucket(size_t bytes)
+{
+    if (bytes < 4096)
+        return 0;
+    unsigned log2 = 63u - (unsigned)__builtin_clzll((unsigned long long)bytes);
+    unsigned b = (log2 - 12) / 2 + 1;
+    return b < STATS_BUCKETS ? b : STATS_BUCKETS - 1;
+}
+
+uint64_t stats_bucket_min(unsigned bucket) { return bucket == 0 ? 0 : 4096ull << (2 * (bucket - 1)); }
+
+void stats_add_transfer(enum copy_dir dir, enum host_kind kind, size_t bytes, enum copy_action action,
+                        uint64_t host_ns)
+{
+    struct cell *c = &transfers[dir][kind][stats_bucket(bytes)][action];
+    add(&c->count, 1);
+    add(&c->bytes, bytes);
+    add(&c->host_ns, host_ns);
+}
+
+void stats_add_failed_copy(void) { add(&failed_copies, 1); }
+
+void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
+{
+    add(&unstaged[why].count, 1);
+    add(&unstaged[why].bytes, bytes);
+}
+
+void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns)
+{
+    add(&syncs[entry].count, 1);
+    add(&syncs[entry].host_ns, host_ns);
+}
+
+void stats_add_call(enum driver_entry_id entry)
+{
+    add(&calls[entry], 1);
+    if (PINSHIM_UNLIKELY(!__atomic_load_n(&active, __ATOMIC_RELAXED)))
+        __atomic_store_n(&active, true, __ATOMIC_RELAXED);
+}
+
+bool stats_any_activity(void) { return __atomic_load_n(&active, __ATOMIC_RELAXED); }
+
+/* Zeroes everything; called only in a forked child (one thread alive). */
+void stats_reset(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    summary_lock = fresh;
+    record_lock = fresh;
+    memset(transfers, 0, sizeof transfers);
+    memset(syncs, 0, sizeof syncs);
+    memset(calls, 0, sizeof calls);
+    memset(unstaged, 0, sizeof unstaged);
+    failed_copies = 0;
+    active = false;
+}
+
+void stats_snapshot(struct pinshim_stats *out)
+{
+    memset(out->dir, 0, sizeof out->dir);
+    for (int d = 0; d < DIR_COUNT; d++)
+        for (int k = 0; k < KIND_COUNT; k++)
+            for (int b = 0; b < STATS_BUCKETS; b++)
+                for (int a = 0; a < ACTION_COUNT; a++) {
+                    const struct cell *c = &transfers[d][k][b][a];
+                    out->dir[d].count += get(&c->count);
+                    out->dir[d].bytes += get(&c->bytes);
+                    out->dir[d].host_ns += get(&c->host_ns);
+                }
+    out->failed_copies = get(&failed_copies);
+    out->sync_calls = 0;
+    for (int e = 0; e < ENTRY_COUNT; e++)
+        out->sync_calls += get(&syncs[e].count);
+}
+
+/* --- output: a growing buffer written with one write(2) loop at the end --- */
+
+struct out {
+    char buf[64 * 1024];
+    size_t len;
+};
+
+static void outf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(struct out *o, const char *fmt, ...)
+{
+    if (o->len >= sizeof o->buf)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, sizeof o->buf - o->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len = o->len + (size_t)n < sizeof o->buf ? o->len + (size_t)n : sizeof o->buf - 1;
+}
+
+static void flush_out(int fd, const struct out *o)
+{
+    size_t done = 0;
+    while (done < o->len) {
+        ssize_t n = write(fd, o->buf + done, o->len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        done += (size_t)n;
+    }
+}
+
+static void json_string(struct out *o, const char *s)
+{
+    outf(o, "\"");
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            outf(o, "\\%c", ch);
+        else if (ch < 0x20)
+            outf(o, "\\u%04x", ch);
+        else
+            outf(o, "%c", ch);
+    }
+    outf(o, "\"");
+}
+
+static const char *bucket_label(unsigned b, char *buf, size_t len)
+{
+    char lo[32], hi[32];
+    if (b == STATS_BUCKETS - 1)
+        snprintf(buf, len, ">= %s", units_bytes(stats_bucket_min(b), lo, sizeof lo));
+    else
+        snprintf(buf, len, "%s-%s", b ? units_bytes(stats_bucket_min(b), lo, sizeof lo) : "0",
+                 units_bytes(stats_bucket_min(b + 1), hi, sizeof hi));
+    return buf;
+}
+
+/* Sync rows are summed over the legacy and per-thread variants of one call. */
+static void sync_totals(const char *query, uint64_t *count, uint64_t *ns)
+{
+    *count = *ns = 0;
+    for (int e = 0; e < ENTRY_COUNT; e++)
+        if (strcmp(driver_entries[e].query_name, query) == 0) {
+            *count += get(&syncs[e].count);
+            *ns += get(&syncs[e].host_ns);
+        }
+}
+
+void stats_staged(uint64_t *count, uint64_t *bytes)
+{
+    *count = *bytes = 0;
+    for (int d = 0; d < DIR_COUNT; d++)
+        for (int k = 0; k < KIND_COUNT; k++)
+            for (int b = 0; b < STATS_BUCKETS; b++) {
+                *count += get(&transfers[d][k][b][ACTION_STAGED].count);
+                *bytes += get(&transfers[d][k][b][ACTION_STAGED].bytes);
+            }
+}
+
+void stats_unstaged(enum unstaged_reason why, uint64_t *count, uint64_t *bytes)
+{
+    *count = get(&unstaged[why].count);
+    *bytes = get(&unstaged[why].bytes);
+}
+
+/* --- the sections layers above add to the summary --- */
+
+static const struct stats_section *sections[STATS_SECTION_MAX];
+static unsigned section_count;
+
+void stats_add_section(const struct stats_section *section)
+{
+    if (section_count < STATS_SECTION_MAX)
+        sections[section_count++] = section;
+}
+
+static void write_sections(struct out *o, bool json)
+{
+    char buf[STATS_SECTION_BYTES];
+    for (unsigned i = 0; i < section_count; i++) {
+        size_t (*write)(char *, size_t) = json ? sections[i]->json : sections[i]->text;
+        if (write && write(buf, sizeof buf))
+            outf(o, "%s", buf);
+    }
+}
+
+static const char *const sync_calls[] = {"cuStreamSynchronize", "cuStreamQuery", "cuCtxSynchronize",
+                                         "cuEventSynchronize", "cuEventQuery", "cuEventRecord",
+                                         "cuEventRecordWithFlags"};
+#define SYNC_CALL_COUNT (sizeof sync_calls / sizeof sync_calls[0])
+
+static void write_json(struct out *o)
+{
+    outf(o, "{\"pid\":%d,\"ppid\":%d,\"program\":", (int)getpid(), (int)getppid());
+    json_string(o, program_invocation_name);
+    outf(o, ",\"version\":\"%s\",\"transfers\":[", PINSHIM_VERSION);
+    bool first = true;
+    for (int d = 0; d < DIR_COUNT; d++)
+        for (int k = 0; k < KIND_COUNT; k++)
+            for (unsigned b = 0; b < STATS_BUCKETS; b++)
+                for (int a = 0; a < ACTION_COUNT; a++) {
+                    const struct cell *c = &transfers[d][k][b][a];
+                    uint64_t n = get(&c->count), bytes = get(&c->bytes), ns = get(&c->host_ns);
+                    if (!n)
+                        continue;
+                    outf(o, "%s{\"dir\":\"%s\",\"host_kind\":\"%s\",\"bucket_min\":%llu,\"count\":%llu,"
+                            "\"bytes\":%llu,\"host_ns\":%llu,\"action\":\"%s\",\"gbps\":%.3f}",
+                         first ? "" : ",", copy_dir_names[d], host_kind_names[k],
+                         (unsigned long long)stats_bucket_min(b), (unsigned long long)n,
+                         (unsigned long long)bytes, (unsigned long long)ns, copy_action_names[a],
+                         ns ? (double)bytes / (double)ns : 0.0);
+                    first = false;
+                }
+    outf(o, "],\"failed_copies\":%llu", (unsigned long long)get(&failed_copies));
+    write_sections(o, true); /* ,"staging":{...},"registration":{...},"guard":{...} */
+    outf(o, ",\"syncs\":[");
+    first = true;
+    for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
+        uint64_t n, ns;
+        sync_totals(sync_calls[s], &n, &ns);
+        if (!n)
+            continue;
+        outf(o, "%s{\"call\":\"%s\",\"count\":%llu,\"host_ns\":%llu}", first ? "" : ",", sync_calls[s],
+             (unsigned long long)n, (unsigned long long)ns);
+        first = false;
+    }
+    outf(o, "],\"entry_points\":{");
+    first = true;
+    for (int e = 0; e < ENTRY_COUNT; e++) {
+        uint64_t n = get(&calls[e]);
+        if (!n)
+            continue;
+        outf(o, "%s\"%s\":%llu", first ? "" : ",", driver_entries[e].export_name, (unsigned long long)n);
+        first = false;
+    }
+    outf(o, "}}\n");
+}
+
+static void write_text(struct out *o)
+{
+    int pid = (int)getpid();
+    char b1[32], b2[32], b3[80];
+    outf(o, "==%d== pinshim %s: transfer summary for %s (pid %d)\n", pid, PINSHIM_VERSION,
+         program_invocation_name, pid);
+    outf(o, "==%d== %-4s %-10s %-17s %-10s %9s %12s %12s %9s\n", pid, "dir", "host kind", "size", "action",
+         "count", "bytes", "host time", "host GB/s");
+    uint64_t total_n = 0, total_bytes = 0, total_ns = 0;
+    for (int d = 0; d < DIR_COUNT; d++)
+        for (int k = 0; k < KIND_COUNT; k++)
+            for (unsigned b = 0; b < STATS_BUCKETS; b++)
+                for (int a = 0; a < ACTION_COUNT; a++) {
+                    const struct cell *c = &transfers[d][k][b][a];
+                    uint64_t n = get(&c->count), bytes = get(&c->bytes), ns = get(&c->host_ns);
+                    if (!n)
+                        continue;
+                    total_n += n;
+                    total_bytes += bytes;
+                    total_ns += ns;
+                    outf(o, "==%d== %-4s %-10s %-17s %-10s %9llu %12s %12s %9.2f\n", pid, copy_dir_names[d],
+                         host_kind_names[k], bucket_label(b, b3, sizeof b3), copy_action_names[a],
+                         (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_ns(ns, b2, sizeof b2),
+                         ns ? (double)bytes / (double)ns : 0.0);
+                }
+    outf(o, "==%d== %-44s %9llu %12s %12s\n", pid, "total", (unsigned long long)total_n,
+         units_bytes(total_bytes, b1, sizeof b1), units_ns(total_ns, b2, sizeof b2));
+    uint64_t failed = get(&failed_copies);
+    if (failed)
+        outf(o, "==%d== failed copies (driver returned an error, passed to the program): %llu\n", pid,
+             (unsigned long long)failed);
+    write_sections(o, false); /* staging, pin-on-reuse and guard lines */
+    bool any_sync = false;
+    for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
+        uint64_t n, ns;
+        sync_totals(sync_calls[s], &n, &ns);
+        if (!n)
+            continue;
+        if (!any_sync)
+            outf(o, "==%d== sync points:", pid);
+        outf(o, "%s %s %llu (%s)", any_sync ? "," : "", sync_calls[s], (unsigned long long)n,
+             units_ns(ns, b2, sizeof b2));
+        any_sync = true;
+    }
+    if (any_sync)
+        outf(o, "\n");
+    outf(o, "==%d== host time is time spent inside the copy call; async copies return before the DMA ends\n",
+         pid);
+}
+
+void stats_write_summary(int fd, bool json)
+{
+    static struct out o;
+    pthread_mutex_t *lock = &summary_lock;
+    pthread_mutex_lock(lock);
+    o.len = 0;
+    if (json)
+        write_json(&o);
+    else
+        write_text(&o);
+    flush_out(fd, &o);
+    pthread_mutex_unlock(lock);
+}
+
+size_t stats_summary_json(char *buf, size_t len, bool wait)
+{
+    static struct out o;
+    pthread_mutex_t *lock = &record_lock;
+    if (wait)
+        pthread_mutex_lock(lock);
+    else if (pthread_mutex_trylock(lock) != 0)
+        return 0;
+    o.len = 0;
+    write_json(&o);
+    size_t n = o.len < len ? o.len : 0;
+    memcpy(buf, o.buf, n);
+    pthread_mutex_unlock(lock);
+    return n;
+}

@@ -1,0 +1,73 @@
+/* stats.h: the per-process counters and the exit summary, the one printer for all of them.
+ * Transfers are counted by direction x host memory kind x size bucket x action (count, bytes, host
+ * time); sync points and entry-point calls by row. Buckets are powers of 4 from 4 KiB:
+ * [0,4K) [4K,16K) ... [1G,4G) [4G,inf).
+ * Layers above contribute their own part of the summary (staging, the registration cache, the
+ * guard) as sections registered from the constructor: the printer calls them, never their
+ * internals, so the counters here know nothing of the subsystems that count.
+ * Contract: the stats_add_* functions are lock-free and thread-safe (relaxed atomics); the writers
+ * read a snapshot that may miss calls still in flight on other threads. */
+#ifndef PINSHIM_STATS_H
+#define PINSHIM_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/copy_desc.h"
+#include "base/driver_table.h"
+
+#define STATS_BUCKETS 12
+
+unsigned stats_bucket(size_t bytes);
+uint64_t stats_bucket_min(unsigned bucket);
+
+void stats_add_transfer(enum copy_dir dir, enum host_kind kind, size_t bytes, enum copy_action action,
+                        uint64_t host_ns);
+void stats_add_failed_copy(void);
+void stats_add_unstaged(enum unstaged_reason why, size_t bytes);
+void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns);
+
+/* Counts one call of a wrapped entry point (every wrapper calls it once per program call). */
+void stats_add_call(enum driver_entry_id entry);
+
+/* True once the program has called any wrapped entry point. */
+bool stats_any_activity(void);
+
+/* Staged copies and bytes, summed over the transfer table. */
+void stats_staged(uint64_t *count, uint64_t *bytes);
+
+/* Copies (and their bytes) passed through for a reason (stats_add_unstaged). */
+void stats_unstaged(enum unstaged_reason why, uint64_t *count, uint64_t *bytes);
+
+/* A part of the summary that a subsystem writes itself. Each function formats into buf (NUL-ended)
+ * and returns the length, or 0 when it has nothing to say or does not fit: json the text that
+ * follows "failed_copies" (`,"name":{...}`), text complete "==pid== ..." lines after the table.
+ * Neither may allocate, and json must not block (the log's signal-time flush calls it). */
+struct stats_section {
+    size_t (*json)(char *buf, size_t len);
+    size_t (*text)(char *buf, size_t len);
+};
+
+#define STATS_SECTION_MAX 8
+#define STATS_SECTION_BYTES 2048 /* room each section gets (on the writer's stack) */
+
+/* Appends a section; the summary shows them in this order. From the constructor only (no thread of
+ * the shim exists yet), at most STATS_SECTION_MAX. */
+void stats_add_section(const struct stats_section *section);
+
+/* Zeroes everything (a forked child starts its own account). */
+void stats_reset(void);
+
+struct pinshim_stats;
+void stats_snapshot(struct pinshim_stats *out);
+
+/* Writes the summary (text table or one JSON line) to fd. Not async-signal-safe. */
+void stats_write_summary(int fd, bool json);
+
+/* The JSON summary line (newline included) into buf, for the log's summary record. Returns its
+ * length, or 0 when it does not fit or, with wait false, when another thread is formatting it
+ * (the signal-time flush must not block). No allocation; uses vsnprintf. */
+size_t stats_summary_json(char *buf, size_t len, bool wait);
+
+#endif

@@ -1,0 +1,496 @@
+/* pool.c: pinned chunk pool (see pool.h). Free chunks wait in a FIFO list, oldest release first,
+ * so the chunk most likely to have finished its DMA is looked at first. */
+#define _GNU_SOURCE
+#include "pool.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/common.h"
+#include "base/real.h"
+#include "linkprobe.h"
+#include "policy.h"
+
+#define POOL_MIN_CHUNK (64u << 10)
+#define POOL_MAX_DEVICES 64
+
+struct driver_fns {
+    CUresult (*host_alloc)(void **, size_t, unsigned int);
+    CUresult (*event_create)(CUevent *, unsigned int);
+    CUresult (*event_destroy)(CUevent);
+    CUresult (*event_record)(CUevent, CUstream);
+    CUresult (*event_query)(CUevent);
+    CUresult (*event_sync)(CUevent);
+    CUresult (*stream_sync)(CUstream);
+    CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*ctx_get_device)(CUdevice *);
+    CUresult (*ctx_push)(CUcontext);
+    CUresult (*ctx_pop)(CUcontext *);
+    CUresult (*primary_retain)(CUcontext *, CUdevice);
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t chunk_returned = PTHREAD_COND_INITIALIZER;
+static struct pool_chunk *free_head, *free_tail;
+static struct driver_fns fns;
+static bool resolved, broken, growing;
+static uint64_t total_bytes, in_use_bytes, max_bytes; /* total_bytes also read without the lock */
+static CUcontext primary[POOL_MAX_DEVICES];             /* retained by the shim, never released */
+static unsigned generation[POOL_MAX_DEVICES];           /* bumped when a device's primary is reset */
+static bool probed[POOL_MAX_DEVICES];                    /* linkprobe ran with this device's memory */
+static struct pool_stats stats;                        /* atomics: read without the lock */
+
+#define RESOLVE(field, name) fns.field = (__typeof__(fns.field))real_driver_symbol(name)
+
+static bool resolve(void)
+{
+    if (resolved)
+        return !broken;
+    RESOLVE(host_alloc, "cuMemHostAlloc");
+    RESOLVE(event_create, "cuEventCreate");
+    RESOLVE(event_destroy, "cuEventDestroy_v2");
+    RESOLVE(event_record, "cuEventRecord");
+    RESOLVE(event_query, "cuEventQuery");
+    RESOLVE(event_sync, "cuEventSynchronize");
+    RESOLVE(stream_sync, "cuStreamSynchronize");
+    RESOLVE(ctx_get_current, "cuCtxGetCurrent");
+    RESOLVE(ctx_set_current, "cuCtxSetCurrent");
+    RESOLVE(ctx_get_device, "cuCtxGetDevice");
+    RESOLVE(ctx_push, "cuCtxPushCurrent_v2");
+    RESOLVE(ctx_pop, "cuCtxPopCurrent_v2");
+    RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
+    resolved = true;
+    if (!fns.host_alloc || !fns.event_create || !fns.event_destroy || !fns.event_record || !fns.event_query ||
+        !fns.event_sync || !fns.stream_sync || !fns.ctx_get_current || !fns.ctx_set_current ||
+        !fns.ctx_get_device || !fns.ctx_push || !fns.ctx_pop || !fns.primary_retain) {
+        broken = true;
+        pinshim_warn("warning: the CUDA driver lacks a function staging needs; pageable copies pass through");
+    }
+    uint64_t cap = pinshim_policy.pool_max_bytes;
+    if (cap == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        cap = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 16 : (256u << 20);
+        if (cap > (1u << 30))
+            cap = 1u << 30;
+    }
+    max_bytes = cap < pool_chunk_bytes() ? pool_chunk_bytes() : cap;
+    return !broken;
+}
+
+size_t pool_chunk_bytes(void)
+{
+    uint64_t c = pinshim_policy.stage_chunk_bytes;
+    return c < POOL_MIN_CHUNK ? POOL_MIN_CHUNK : (size_t)c;
+}
+
+bool pool_available(void) { return !__atomic_load_n(&broken, __ATOMIC_RELAXED); }
+
+/* One driver call of the shim's own: depth raised, relaxed capture mode. */
+#define SHIM_CALL(result, call)                                                                        \
+    do {                                                                                               \
+        CUstreamCaptureMode saved_;                                                                    \
+        pinshim_enter();                                                                               \
+        real_relaxed_begin(&saved_);                                                                   \
+        result = (call);                                                                               \
+        real_relaxed_end(saved_);                                                                      \
+        pinshim_leave();                                                                               \
+    } while (0)
+
+static void stat_add(uint64_t *counter, uint64_t v) { __atomic_fetch_add(counter, v, __ATOMIC_RELAXED); }
+
+static void push_free(struct pool_chunk *c)
+{
+    c->next = NULL;
+    if (free_tail)
+        free_tail->next = c;
+    else
+        free_head = c;
+    free_tail = c;
+}
+
+static struct pool_chunk *pop_free(struct pool_chunk *c, struct pool_chunk *prev)
+{
+    if (prev)
+        prev->next = c->next;
+    else
+        free_head = c->next;
+    if (free_tail == c)
+        free_tail = prev;
+    c->next = NULL;
+    return c;
+}
+
+/* The device of the calling thread's current context, or -1. */
+static int current_device(void)
+{
+    CUdevice dev = -1;
+    CUresult r;
+    SHIM_CALL(r, fns.ctx_get_device(&dev));
+    return r == CUDA_SUCCESS && dev >= 0 && dev < POOL_MAX_DEVICES ? dev : -1;
+}
+
+/* The shim's retained primary context of dev (retained once, never released). Lock held. */
+static CUcontext shim_context(int dev)
+{
+    if (!primary[dev]) {
+        CUresult r;
+        SHIM_CALL(r, fns.primary_retain(&primary[dev], dev));
+        if (r != CUDA_SUCCESS)
+            primary[dev] = NULL;
+    }
+    return primary[dev];
+}
+
+/* Allocates one slab in dev's primary context and adds its chunks to the free list. Called with
+ * the lock held and `growing` set; drops the lock around cuMemHostAlloc. `on_own_thread`: the
+ * caller is the background grow thread, already current in that context. */
+static bool grow(int dev, bool on_own_thread)
+{
+    size_t chunk = pool_chunk_bytes();
+    uint64_t slab = pinshim_policy.pool_slab_bytes;
+    slab = (slab + chunk - 1) / chunk * chunk;
+    if (slab < chunk)
+        slab = chunk;
+    if (total_bytes + slab > max_bytes)
+        slab = (max_bytes - total_bytes) / chunk * chunk;
+    CUcontext ctx = shim_context(dev);
+    if (slab == 0 || !ctx)
+        return false;
+    size_t n = slab / chunk;
+    struct pool_chunk *chunks = calloc(n, sizeof *chunks);
+    if (!chunks)
+        return false;
+    unsigned gen = generation[dev];
+    pthread_mutex_unlock(&lock);
+    void *mem = NULL;
+    CUresult r;
+    if (on_own_thread) {
+        SHIM_CALL(r, fns.host_alloc(&mem, slab, CU_MEMHOSTALLOC_PORTABLE));
+    } else {
+        CUcontext popped;
+        SHIM_CALL(r, fns.ctx_push(ctx));
+        if (r == CUDA_SUCCESS) {
+            SHIM_CALL(r, fns.host_alloc(&mem, slab, CU_MEMHOSTALLOC_PORTABLE));
+            CUresult pop_r;
+            SHIM_CALL(pop_r, fns.ctx_pop(&popped));
+            (void)pop_r;
+        }
+    }
+    pthread_mutex_lock(&lock);
+    if (r != CUDA_SUCCESS) {
+        free(chunks);
+        if (total_bytes == 0) {
+            broken = true;
+            pinshim_warn("warning: pinned memory for staging was refused (cuMemHostAlloc of %llu bytes returned %d); "
+                         "pageable copies pass through unchanged", (unsigned long long)slab, (int)r);
+        } else {
+            max_bytes = total_bytes; /* work within what we have */
+        }
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        chunks[i].ptr = (char *)mem + i * chunk;
+        chunks[i].bytes = chunk;
+        chunks[i].device = dev;
+        chunks[i].generation = gen;
+        push_free(&chunks[i]);
+    }
+    __atomic_store_n(&total_bytes, total_bytes + slab, __ATOMIC_RELAXED);
+    return true;
+}
+
+static void grow_done(void)
+{
+    growing = false;
+    pthread_cond_broadcast(&chunk_returned);
+}
+
+static void give_back(struct pool_chunk *c);
+
+/* Times the link with one free chunk of dev's slab, taken out of the free list meanwhile (lock held
+ * on entry and on return). */
+static void probe_with_one_chunk(int dev)
+{
+    struct pool_chunk *prev = NULL, *c = free_head;
+    while (c && (c->device != dev || c->pending)) {
+        prev = c;
+        c = c->next;
+    }
+    if (!c)
+        return;
+    probed[dev] = true;
+    pop_free(c, prev);
+    in_use_bytes += c->bytes;
+    pthread_mutex_unlock(&lock);
+    linkprobe_run(dev, c->ptr, c->bytes);
+    give_back(c); /* takes the lock */
+    pthread_mutex_lock(&lock);
+}
+
+/* Background growth: cuMemHostAlloc takes milliseconds (35 ms for 64 MiB on the H200), so by
+ * default no copy waits for it. Meanwhile copies pass through (first slab) or use what exists. */
+static void *grow_thread(void *arg)
+{
+    int dev = (int)(intptr_t)arg;
+    pinshim_enter(); /* the shim's own driver calls: never counted, never re-wrapped */
+    pthread_mutex_lock(&lock);
+    CUcontext ctx = shim_context(dev);
+    bool grew = false;
+    if (ctx) {
+        CUresult r;
+        SHIM_CALL(r, fns.ctx_set_current(ctx));
+        if (r == CUDA_SUCCESS)
+            grew = grow(dev, true);
+    }
+    grow_done();
+    if (grew && pinshim_policy.link_probe && !probed[dev])
+        probe_with_one_chunk(dev); /* unlocks while it runs; staging meanwhile uses the other chunks */
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+/* Starts a grow thread (lock held). False when it cannot: the caller grows inline. */
+static bool grow_in_background(int dev)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pthread_t t;
+    growing = true;
+    int r = pthread_create(&t, &attr, grow_thread, (void *)(intptr_t)dev);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (r != 0)
+        growing = false;
+    return r == 0;
+}
+
+/* The event of c in the current context, created on first need. */
+static CUresult chunk_event(struct pool_chunk *c)
+{
+    CUcontext ctx = NULL;
+    CUresult r = fns.ctx_get_current(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (c->event && c->event_ctx == ctx)
+        return CUDA_SUCCESS;
+    if (c->event)
+        fns.event_destroy(c->event);
+    c->event = NULL;
+    r = fns.event_create(&c->event, CU_EVENT_DISABLE_TIMING);
+    c->event_ctx = r == CUDA_SUCCESS ? ctx : NULL;
+    if (r != CUDA_SUCCESS || fns.ctx_get_device(&c->event_dev) != CUDA_SUCCESS)
+        c->event_dev = -1;
+    return r;
+}
+
+CUresult pool_record(struct pool_chunk *c, CUstream stream)
+{
+    CUresult r;
+    SHIM_CALL(r, chunk_event(c));
+    if (r == CUDA_SUCCESS)
+        SHIM_CALL(r, fns.event_record(c->event, stream));
+    c->stream = stream;
+    c->pending = r == CUDA_SUCCESS;
+    if (c->pending)
+        return CUDA_SUCCESS;
+    /* No event: we cannot tell when the DMA ends, so wait for the stream now. */
+    SHIM_CALL(r, fns.stream_sync(stream));
+    return r;
+}
+
+CUresult pool_wait(struct pool_chunk *c)
+{
+    if (!c->pending)
+        return CUDA_SUCCESS;
+    uint64_t t0 = pinshim_now_ns();
+    CUresult r;
+    SHIM_CALL(r, fns.event_sync(c->event));
+    stat_add(&stats.wait_ns, pinshim_now_ns() - t0);
+    if (r == CUDA_SUCCESS)
+        c->pending = false;
+    return r;
+}
+
+static bool chunk_idle(struct pool_chunk *c)
+{
+    if (!c->pending)
+        return true;
+    CUresult r;
+    SHIM_CALL(r, fns.event_query(c->event));
+    if (r == CUDA_SUCCESS)
+        c->pending = false;
+    return !c->pending;
+}
+
+static struct pool_chunk *take(struct pool_chunk *c, struct pool_chunk *prev)
+{
+    pop_free(c, prev);
+    in_use_bytes += c->bytes;
+    if (in_use_bytes > __atomic_load_n(&stats.high_water_bytes, __ATOMIC_RELAXED))
+        __atomic_store_n(&stats.high_water_bytes, in_use_bytes, __ATOMIC_RELAXED);
+    stat_add(&stats.acquires, 1);
+    if (c->event)
+        stat_add(&stats.chunk_reuses, 1);
+    return c;
+}
+
+/* The oldest free chunk whose DMA is pending on `stream`, or NULL. Lock held. */
+static struct pool_chunk *oldest_on(CUstream stream, struct pool_chunk **prev_out)
+{
+    struct pool_chunk *prev = NULL;
+    for (struct pool_chunk *c = free_head; c; prev = c, c = c->next)
+        if (c->pending && c->stream == stream) {
+            *prev_out = prev;
+            return c;
+        }
+    return NULL;
+}
+
+static struct pool_chunk *miss(enum pool_miss *why, enum pool_miss reason)
+{
+    pthread_mutex_unlock(&lock);
+    *why = reason;
+    return NULL;
+}
+
+struct pool_chunk *pool_acquire(CUstream stream, bool wait, enum pool_miss *why)
+{
+    *why = POOL_MISS_NONE;
+    pthread_mutex_lock(&lock);
+    if (!resolve())
+        return miss(why, POOL_MISS_UNAVAILABLE);
+    int dev = -1;
+    for (;;) {
+        if (broken)
+            return miss(why, POOL_MISS_UNAVAILABLE);
+        struct pool_chunk *prev = NULL;
+        for (struct pool_chunk *c = free_head; c; prev = c, c = c->next)
+            if (chunk_idle(c)) {
+                c = take(c, prev);
+                pthread_mutex_unlock(&lock);
+                return c;
+            }
+        if (!growing && total_bytes < max_bytes) {
+            if (dev < 0)
+                dev = current_device();
+            if (dev < 0)
+                return miss(why, POOL_MISS_UNAVAILABLE);
+            if (pinshim_policy.pool_grow_inline || !grow_in_background(dev)) {
+                growing = true;
+                bool grew = grow(dev, false);
+                grow_done();
+                if (grew)
+                    continue;
+            }
+        }
+        if (growing && pinshim_policy.pool_grow_inline) {
+            pthread_cond_wait(&chunk_returned, &lock); /* another thread is allocating for us all */
+            continue;
+        }
+        if (total_bytes == 0)
+            return miss(why, growing ? POOL_MISS_WARMING : POOL_MISS_UNAVAILABLE);
+        if (!wait)
+            return miss(why, POOL_MISS_BUSY);
+        struct pool_chunk *oldest = oldest_on(stream, &prev);
+        if (!oldest)
+            return miss(why, POOL_MISS_BUSY); /* waiting on another stream's work could deadlock */
+        pop_free(oldest, prev);
+        pthread_mutex_unlock(&lock);
+        CUresult r = pool_wait(oldest);
+        pthread_mutex_lock(&lock);
+        push_free(oldest);
+        if (r != CUDA_SUCCESS)
+            return miss(why, POOL_MISS_BUSY); /* a sticky error: let the driver report it */
+    }
+}
+
+static void give_back(struct pool_chunk *c)
+{
+    pthread_mutex_lock(&lock);
+    in_use_bytes -= c->bytes;
+    if (c->generation == generation[c->device]) /* else its slab died with a device reset */
+        push_free(c);
+    pthread_cond_broadcast(&chunk_returned);
+    pthread_mutex_unlock(&lock);
+}
+
+void pool_release_after(struct pool_chunk *c, CUstream stream)
+{
+    pool_record(c, stream); /* records the event, or waits for the stream when it cannot */
+    give_back(c);
+}
+
+void pool_release_idle(struct pool_chunk *c)
+{
+    c->pending = false;
+    give_back(c);
+}
+
+void pool_forget_context(CUcontext ctx, CUdevice dev)
+{
+    pthread_mutex_lock(&lock);
+    for (struct pool_chunk *c = free_head; c; c = c->next) {
+        if (!c->event || !(ctx ? c->event_ctx == ctx : c->event_dev == dev))
+            continue;
+        CUresult r;
+        if (c->pending)
+            SHIM_CALL(r, fns.event_sync(c->event));
+        SHIM_CALL(r, fns.event_destroy(c->event));
+        (void)r; /* nothing to do about it: the context goes either way */
+        c->event = NULL;
+        c->event_ctx = NULL;
+        c->pending = false;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void pool_drop_device(CUdevice dev)
+{
+    if (dev < 0 || dev >= POOL_MAX_DEVICES)
+        return;
+    pthread_mutex_lock(&lock);
+    generation[dev]++;
+    struct pool_chunk *prev = NULL, *c = free_head;
+    uint64_t dropped = 0;
+    while (c) {
+        struct pool_chunk *next = c->next;
+        if (c->device == dev) {
+            pop_free(c, prev);
+            dropped += c->bytes; /* the descriptors are leaked: a few bytes per chunk, once */
+        } else {
+            prev = c;
+        }
+        c = next;
+    }
+    __atomic_store_n(&total_bytes, total_bytes - dropped, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&lock);
+}
+
+void pool_get_stats(struct pool_stats *out)
+{
+    out->pool_bytes = __atomic_load_n(&total_bytes, __ATOMIC_RELAXED);
+    out->high_water_bytes = __atomic_load_n(&stats.high_water_bytes, __ATOMIC_RELAXED);
+    out->chunk_reuses = __atomic_load_n(&stats.chunk_reuses, __ATOMIC_RELAXED);
+    out->acquires = __atomic_load_n(&stats.acquires, __ATOMIC_RELAXED);
+    out->wait_ns = __atomic_load_n(&stats.wait_ns, __ATOMIC_RELAXED);
+}
+
+void pool_forget(void)
+{
+    pthread_mutex_t fresh_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
+    lock = fresh_lock;
+    chunk_returned = fresh_cond;
+    free_head = free_tail = NULL;
+    total_bytes = in_use_bytes = 0;
+    growing = false;
+    broken = true; /* the child never stages: no CUDA calls in a forked child */
+    resolved = true;
+}

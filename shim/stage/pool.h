@@ -1,0 +1,80 @@
+/* pool.h: the cached pool of pinned host chunks that staging copies through.
+ * Slabs come from cuMemHostAlloc(PORTABLE) (milliseconds each, so never per copy), are cut into
+ * chunks of stage_chunk_bytes and reused for the life of the process. They are allocated in the
+ * shim's own retained primary context of the copy's device, so a program destroying its contexts
+ * does not free them under the shim (cuDevicePrimaryCtxReset does: pool_drop_device() first).
+ * A chunk goes back to the pool with an event recorded behind its last DMA and is handed out again
+ * only once that event has completed. Total pinned memory is capped by pool_max_bytes.
+ * Slabs are allocated by a background thread (pool_grow_inline = off): until the first exists,
+ * pool_acquire() returns NULL and the copy passes through.
+ * Contract: thread-safe. pool_acquire() blocks only on a chunk whose last DMA was on the caller's
+ * own stream (the driver may synchronize with that stream; never with another: that could
+ * deadlock); otherwise it returns NULL and the caller lets the driver copy. The shim's driver calls
+ * here run with the reentrancy depth raised and in relaxed stream-capture mode, so they never
+ * disturb another thread's capture. If pinned memory cannot be had at all the pool turns itself
+ * off with one warning. pool_get_stats() takes no lock (safe from the log's signal flush). */
+#ifndef PINSHIM_POOL_H
+#define PINSHIM_POOL_H
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pool_chunk {
+    void *ptr;
+    size_t bytes;
+    CUevent event;      /* recorded behind the chunk's last DMA (NULL until first needed) */
+    CUcontext event_ctx;
+    CUdevice event_dev;  /* that context's device */
+    CUstream stream;    /* where that DMA ran */
+    bool pending;       /* event recorded and maybe not complete */
+    CUdevice device;    /* whose primary context holds the slab */
+    unsigned generation; /* the device's reset generation when the slab was made */
+    struct pool_chunk *next;
+};
+
+/* Why pool_acquire() returned NULL. */
+enum pool_miss { POOL_MISS_NONE, POOL_MISS_UNAVAILABLE, POOL_MISS_WARMING, POOL_MISS_BUSY };
+
+/* A free chunk for a copy on `stream`, or NULL with *why set. wait=false: only a chunk free now. */
+struct pool_chunk *pool_acquire(CUstream stream, bool wait, enum pool_miss *why);
+
+/* Returns a chunk whose DMA was enqueued on `stream`: records its event there. */
+void pool_release_after(struct pool_chunk *c, CUstream stream);
+
+/* Returns a chunk with no DMA outstanding. */
+void pool_release_idle(struct pool_chunk *c);
+
+/* Records c's event on stream without returning the chunk (D2H: the caller copies out later).
+ * If no event can be recorded, waits for the stream instead; returns that wait's result. */
+CUresult pool_record(struct pool_chunk *c, CUstream stream);
+
+/* Blocks until the DMA recorded behind c has completed. CUDA_SUCCESS or the driver's error. */
+CUresult pool_wait(struct pool_chunk *c);
+
+/* True while staging can use the pool (false after a refused allocation or in a forked child). */
+bool pool_available(void);
+
+/* Chunk size in bytes (stage_chunk_bytes, at least 64 KiB). */
+size_t pool_chunk_bytes(void);
+
+/* The program resets a device's primary context: forget the slabs it holds (they are freed). */
+void pool_drop_device(CUdevice dev);
+
+/* A context is about to be destroyed (ctx), or device dev's primary context reset (ctx NULL): the
+ * events of free chunks created there are waited for and destroyed while it still exists (the
+ * real driver crashed on an event of a destroyed context: H200, driver 580). A chunk in use at that
+ * moment keeps its event (a program destroying a context another thread copies in is wrong). */
+void pool_forget_context(CUcontext ctx, CUdevice dev);
+
+
+struct pool_stats {
+    uint64_t pool_bytes, high_water_bytes, chunk_reuses, acquires, wait_ns;
+};
+void pool_get_stats(struct pool_stats *out);
+
+/* Forked child: forget the parent's pool without any CUDA call; the child stages nothing. */
+void pool_forget(void);
+
+#endif

@@ -1,0 +1,230 @@
+/* stage.c: the staging pipelines (see stage.h). The DMAs use the real cuMemcpyHtoDAsync_v2 /
+ * cuMemcpyDtoHAsync_v2 on the program's stream, named explicitly (CU_STREAM_LEGACY or
+ * CU_STREAM_PER_THREAD for the default streams), so stream order is exactly the program's. */
+#include "stage.h"
+
+#include "base/common.h"
+#include "base/driver.h"
+#include "base/real.h"
+#include "hostmem/hugepage.h"
+#include "policy.h"
+#include "pool.h"
+#include "workers.h"
+
+/* The real cuMemcpyHtoDAsync_v2 / cuMemcpyDtoHAsync_v2 rows (the shapes of copy/driver_shapes.h). */
+typedef CUresult (*fn_htod_async)(CUdeviceptr, const void *, size_t, CUstream);
+typedef CUresult (*fn_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
+
+static bool forked_child;
+
+void stage_forget(void) { forked_child = true; }
+
+bool stage_wanted(struct copy *c)
+{
+    bool h2d = c->dir == DIR_H2D && c->src_kind == KIND_PAGEABLE && c->dst_kind == KIND_DEVICE;
+    bool d2h = c->dir == DIR_D2H && c->dst_kind == KIND_PAGEABLE && c->src_kind == KIND_DEVICE;
+    if (!h2d && !d2h)
+        return false;
+    if (!pinshim_policy.stage)
+        c->unstaged = UNSTAGED_DISABLED;
+    else if (c->bytes < (h2d ? pinshim_policy.stage_min_bytes : pinshim_policy.stage_d2h_min_bytes))
+        c->unstaged = UNSTAGED_SMALL;
+    else if (forked_child)
+        c->unstaged = UNSTAGED_CHILD;
+    else if (!pool_available())
+        c->unstaged = UNSTAGED_POOL;
+    else
+        return true;
+    return false;
+}
+
+void stage_mark_unsupported(struct copy *c)
+{
+    if (stage_wanted(c))
+        c->unstaged = UNSTAGED_SHAPE;
+}
+
+/* Declines copies the driver would treat specially or reject: stream capture (a captured copy
+ * from a reused chunk would replay wrong data); a device side that is not plain device memory
+ * holding the whole range (managed or pinned memory passed as a device pointer must see a sync copy
+ * complete on return; an invalid range must get the driver's error, with nothing written). */
+static bool stage_safe(struct copy *c, CUdeviceptr dev, size_t bytes, CUstream stream)
+{
+    static void *capturing_fn, *attributes_fn;
+    CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus *) =
+        (CUresult(*)(CUstream, CUstreamCaptureStatus *))real_driver_symbol_cached(&capturing_fn, "cuStreamIsCapturing");
+    CUresult (*attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr) =
+        (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))real_driver_symbol_cached(
+            &attributes_fn, "cuPointerGetAttributes");
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    unsigned int memory_type = 0, managed = 0;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CUpointer_attribute which[4] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *values[4] = {&memory_type, &managed, &base, &size};
+    pinshim_enter();
+    CUresult capture_r = is_capturing ? is_capturing(stream, &status) : CUDA_ERROR_NOT_FOUND;
+    CUresult attr_r = attributes ? attributes(4, which, values, dev) : CUDA_ERROR_NOT_FOUND;
+    pinshim_leave();
+    if (capture_r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE) {
+        c->unstaged = UNSTAGED_CAPTURE;
+        return false;
+    }
+    if (attr_r != CUDA_SUCCESS || memory_type != CU_MEMORYTYPE_DEVICE || managed || dev < base ||
+        dev + bytes > base + size) {
+        c->unstaged = UNSTAGED_RANGE;
+        return false;
+    }
+    return true;
+}
+
+static enum unstaged_reason miss_reason(enum pool_miss why)
+{
+    switch (why) {
+    case POOL_MISS_WARMING: return UNSTAGED_WARMUP;
+    case POOL_MISS_BUSY: return UNSTAGED_BUSY;
+    default: return UNSTAGED_POOL;
+    }
+}
+
+/* "For transfers from pageable host memory to device memory, a stream sync is performed before
+ * the copy is initiated" (CUDA's API synchronization behavior): a sync H2D keeps that. */
+static CUresult presync(CUstream stream)
+{
+    static void *sync_fn;
+    CUresult (*stream_sync)(CUstream) = (CUresult(*)(CUstream))real_driver_symbol_cached(&sync_fn, "cuStreamSynchronize");
+    if (!stream_sync)
+        return CUDA_ERROR_NOT_FOUND;
+    pinshim_enter();
+    CUresult r = stream_sync(stream);
+    pinshim_leave();
+    return r;
+}
+
+bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream, CUresult *result)
+{
+    fn_htod_async dma = (fn_htod_async)driver_real(ENTRY_htod_async);
+    if (!dma || !stage_safe(c, dst, bytes, stream))
+        return false;
+    size_t chunk = pool_chunk_bytes();
+    for (size_t off = 0; off < bytes; off += chunk) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        enum pool_miss why;
+        struct pool_chunk *ch = pool_acquire(stream, true, &why);
+        if (!ch) {
+            if (off == 0) {
+                c->unstaged = miss_reason(why);
+                return false;
+            }
+            /* The pool went away mid-copy: the rest goes through the driver, in stream order. */
+            fn_htod_async rest = dma;
+            pinshim_enter();
+            *result = rest(dst + off, (const char *)src + off, bytes - off, stream);
+            pinshim_leave();
+            return true;
+        }
+        if (off == 0 && !c->async) {
+            CUresult r = presync(stream);
+            if (r != CUDA_SUCCESS) {
+                pool_release_idle(ch);
+                *result = r; /* the driver's pre-copy sync would have returned it too */
+                return true;
+            }
+        }
+        workers_memcpy(ch->ptr, (const char *)src + off, n);
+        pinshim_enter();
+        CUresult r = dma(dst + off, ch->ptr, n, stream);
+        pinshim_leave();
+        if (r != CUDA_SUCCESS) {
+            pool_release_idle(ch);
+            *result = r; /* the driver refused this chunk: the program sees the driver's error */
+            return true;
+        }
+        pool_release_after(ch, stream);
+    }
+    c->action = ACTION_STAGED;
+    *result = CUDA_SUCCESS;
+    return true;
+}
+
+/* D2H: keep up to `window` chunks in flight; the first is acquired blocking, the others only if
+ * free right now, so a stager holding chunks never blocks on the pool (no deadlock). */
+#define D2H_WINDOW 4
+
+bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstream stream, CUresult *result)
+{
+    fn_dtoh_async dma = (fn_dtoh_async)driver_real(ENTRY_dtoh_async);
+    if (!dma || !stage_safe(c, src, bytes, stream))
+        return false;
+    size_t chunk = pool_chunk_bytes();
+    struct {
+        struct pool_chunk *ch;
+        size_t off, n;
+    } ring[D2H_WINDOW];
+    unsigned head = 0, count = 0;
+    size_t next_off = 0;
+    CUresult status = CUDA_SUCCESS;
+    hugepage_advise_write(dst, bytes); /* fresh destinations: fewer first-touch faults */
+    while (next_off < bytes || count > 0) {
+        /* enqueue as many DMAs as the window and the pool allow */
+        while (status == CUDA_SUCCESS && next_off < bytes && count < D2H_WINDOW) {
+            enum pool_miss why;
+            struct pool_chunk *ch = pool_acquire(stream, count == 0, &why);
+            if (!ch) {
+                if (next_off == 0)
+                    c->unstaged = miss_reason(why);
+                break;
+            }
+            size_t n = bytes - next_off < chunk ? bytes - next_off : chunk;
+            pinshim_enter();
+            CUresult r = dma(ch->ptr, src + next_off, n, stream);
+            pinshim_leave();
+            if (r != CUDA_SUCCESS) { /* the driver refused the copy: the program gets its error */
+                pool_release_idle(ch);
+                status = r;
+                break;
+            }
+            r = pool_record(ch, stream); /* without an event it waits for the stream instead */
+            if (r != CUDA_SUCCESS) {      /* that wait failed: a genuine stream error */
+                pool_release_idle(ch);
+                status = r;
+                break;
+            }
+            unsigned slot = (head + count) % D2H_WINDOW;
+            ring[slot].ch = ch, ring[slot].off = next_off, ring[slot].n = n;
+            count++;
+            next_off += n;
+        }
+        if (count == 0) {
+            if (status == CUDA_SUCCESS && next_off == 0)
+                return false; /* no chunk at all: nothing done yet, let the driver copy */
+            if (status == CUDA_SUCCESS && next_off < bytes) {
+                /* no chunk for the rest: the driver copies it on the same stream (into pageable
+                 * memory that returns when complete) */
+                pinshim_enter();
+                status = dma((char *)dst + next_off, src + next_off, bytes - next_off, stream);
+                pinshim_leave();
+                next_off = bytes;
+            }
+            break;
+        }
+        /* copy the oldest chunk out once its DMA is done */
+        struct pool_chunk *ch = ring[head].ch;
+        CUresult r = pool_wait(ch);
+        if (r == CUDA_SUCCESS && status == CUDA_SUCCESS)
+            workers_memcpy((char *)dst + ring[head].off, ch->ptr, ring[head].n);
+        else if (status == CUDA_SUCCESS)
+            status = r;
+        if (r == CUDA_SUCCESS)
+            pool_release_idle(ch);
+        else
+            pool_release_after(ch, stream);
+        head = (head + 1) % D2H_WINDOW;
+        count--;
+    }
+    if (status == CUDA_SUCCESS)
+        c->action = ACTION_STAGED;
+    *result = status;
+    return true;
+}

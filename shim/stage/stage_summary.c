@@ -1,0 +1,77 @@
+/* stage_summary.c: staging's section of the summary (see stage.h): what was staged (the stats'
+ * transfer table), the pool's size and reuse, and why pageable copies were not staged. */
+#include "stage.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "observe/stats.h"
+#include "observe/units.h"
+#include "pool.h"
+
+/* Appends to buf at *n like snprintf; *n at or past len means it did not fit. */
+static void append(char *buf, size_t len, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t len, size_t *n, const char *fmt, ...)
+{
+    if (*n >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + *n, len - *n, fmt, ap);
+    va_end(ap);
+    *n = m < 0 ? len : *n + (size_t)m;
+}
+
+size_t stage_summary_json(char *buf, size_t len)
+{
+    uint64_t n, bytes, c, b;
+    struct pool_stats ps;
+    stats_staged(&n, &bytes);
+    pool_get_stats(&ps);
+    size_t at = 0;
+    append(buf, len, &at,
+           ",\"staging\":{\"staged_copies\":%llu,\"staged_bytes\":%llu,\"pool_bytes\":%llu,"
+           "\"pool_high_water_bytes\":%llu,\"chunk_acquires\":%llu,\"chunk_reuses\":%llu,\"wait_ns\":%llu,"
+           "\"unstaged\":[",
+           (unsigned long long)n, (unsigned long long)bytes, (unsigned long long)ps.pool_bytes,
+           (unsigned long long)ps.high_water_bytes, (unsigned long long)ps.acquires,
+           (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns);
+    bool first = true;
+    for (int r = 1; r < UNSTAGED_COUNT; r++) {
+        stats_unstaged((enum unstaged_reason)r, &c, &b);
+        if (!c)
+            continue;
+        append(buf, len, &at, "%s{\"reason\":\"%s\",\"count\":%llu,\"bytes\":%llu}", first ? "" : ",",
+               unstaged_reason_names[r], (unsigned long long)c, (unsigned long long)b);
+        first = false;
+    }
+    append(buf, len, &at, "]}");
+    return at < len ? at : 0;
+}
+
+size_t stage_summary_text(char *buf, size_t len)
+{
+    uint64_t n, bytes, c, b;
+    struct pool_stats ps;
+    char b1[32], b2[32], b3[32], b4[32];
+    int pid = (int)getpid();
+    stats_staged(&n, &bytes);
+    pool_get_stats(&ps);
+    size_t at = 0;
+    buf[0] = '\0';
+    if (n || ps.pool_bytes)
+        append(buf, len, &at,
+               "==%d== staging: %llu copies (%s) through the pinned pool; pool %s (high water %s), %llu chunk "
+               "reuses, %s waiting for chunks\n",
+               pid, (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_bytes(ps.pool_bytes, b2, sizeof b2),
+               units_bytes(ps.high_water_bytes, b3, sizeof b3), (unsigned long long)ps.chunk_reuses,
+               units_ns(ps.wait_ns, b4, sizeof b4));
+    for (int r = 1; r < UNSTAGED_COUNT; r++) {
+        stats_unstaged((enum unstaged_reason)r, &c, &b);
+        if (c)
+            append(buf, len, &at, "==%d== not staged (pageable, %s): %llu copies, %s\n", pid, unstaged_reason_names[r],
+                   (unsigned long long)c, units_bytes(b, b1, sizeof b1));
+    }
+    return at < len ? at : 0;
+}

@@ -1,0 +1,189 @@
+/* workers.c: the parallel memcpy behind staging (see workers.h). A copy is one job split into
+ * parts of at least WORKERS_MIN_PART bytes; jobs wait in a FIFO queue; workers and the caller claim
+ * parts with an atomic counter. A job lives on its caller's stack: the caller leaves only when
+ * every part is done and no worker still holds a reference to the job. */
+#define _GNU_SOURCE
+#include "workers.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/common.h"
+#include "policy.h"
+
+/* Parts smaller than this are not worth a thread hand-off (a wake-up costs microseconds). */
+#define WORKERS_MIN_PART (256u << 10)
+#define WORKERS_MAX 64
+
+struct job {
+    char *dst;
+    const char *src;
+    size_t bytes, part;
+    unsigned parts;
+    unsigned next; /* next part to claim (atomic) */
+    unsigned done; /* parts finished (under lock) */
+    unsigned holders; /* workers holding a pointer to this job (under lock) */
+    struct job *queue_next;
+    pthread_cond_t finished;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
+static struct job *queue_head, *queue_tail;
+static unsigned started, parallelism;
+static bool start_failed;
+
+unsigned workers_parallelism(void)
+{
+    unsigned p = __atomic_load_n(&parallelism, __ATOMIC_ACQUIRE);
+    if (p)
+        return p;
+    uint64_t want = pinshim_policy.stage_threads;
+    if (want == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        want = cores < 1 ? 1 : (uint64_t)cores;
+        if (want > 16) /* measured on 16 cores: 16 threads beat 4 and 8 (tests/bench/run_staging.sh) */
+            want = 16;
+    }
+    if (want > WORKERS_MAX)
+        want = WORKERS_MAX;
+    __atomic_store_n(&parallelism, (unsigned)want, __ATOMIC_RELEASE);
+    return (unsigned)want;
+}
+
+static void copy_part(struct job *j, unsigned index)
+{
+    size_t offset = (size_t)index * j->part;
+    size_t n = offset + j->part <= j->bytes ? j->part : j->bytes - offset;
+    memcpy(j->dst + offset, j->src + offset, n);
+}
+
+/* Claims and copies parts until none is left; returns how many this thread copied. */
+static unsigned drain(struct job *j)
+{
+    unsigned mine = 0;
+    for (;;) {
+        unsigned index = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (index >= j->parts)
+            return mine;
+        copy_part(j, index);
+        mine++;
+    }
+}
+
+/* Removes j from the queue if it is still there. Caller holds the lock. */
+static void unqueue(struct job *j)
+{
+    struct job **link = &queue_head, *prev = NULL;
+    while (*link && *link != j) {
+        prev = *link;
+        link = &(*link)->queue_next;
+    }
+    if (!*link)
+        return;
+    *link = j->queue_next;
+    if (queue_tail == j)
+        queue_tail = prev;
+}
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    pinshim_enter(); /* a worker never makes a copy the shim should count */
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        while (!queue_head)
+            pthread_cond_wait(&work_ready, &lock);
+        struct job *j = queue_head;
+        if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) >= j->parts) {
+            unqueue(j); /* fully claimed: let the next job come to the head */
+            continue;
+        }
+        j->holders++;
+        pthread_mutex_unlock(&lock);
+        unsigned mine = drain(j);
+        pthread_mutex_lock(&lock);
+        unqueue(j);
+        j->done += mine;
+        j->holders--;
+        if (j->done == j->parts && j->holders == 0)
+            pthread_cond_signal(&j->finished);
+    }
+    return NULL;
+}
+
+/* Starts the worker threads once (caller holds the lock). Failure leaves the caller copying alone. */
+static void start_workers(void)
+{
+    unsigned want = workers_parallelism() - 1;
+    while (started < want && !start_failed) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old); /* the program's signals are not for our threads */
+        int r = pthread_create(&t, &attr, worker_main, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+            start_failed = true;
+            pinshim_warn("warning: could not start staging worker threads (%d running); copying with fewer", started);
+            break;
+        }
+        started++;
+    }
+}
+
+void workers_memcpy(void *dst, const void *src, size_t bytes)
+{
+    unsigned threads = workers_parallelism();
+    size_t parts = bytes / WORKERS_MIN_PART;
+    if (parts > threads)
+        parts = threads;
+    if (parts < 2) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    struct job j = {.dst = dst, .src = src, .bytes = bytes, .parts = (unsigned)parts};
+    j.part = (bytes + parts - 1) / parts;
+    j.part = (j.part + 63) & ~(size_t)63; /* cache-line aligned part boundaries */
+    j.parts = (unsigned)((bytes + j.part - 1) / j.part);
+    pthread_cond_init(&j.finished, NULL);
+
+    pthread_mutex_lock(&lock);
+    start_workers();
+    if (queue_tail)
+        queue_tail->queue_next = &j;
+    else
+        queue_head = &j;
+    queue_tail = &j;
+    pthread_cond_broadcast(&work_ready);
+    pthread_mutex_unlock(&lock);
+
+    unsigned mine = drain(&j);
+
+    pthread_mutex_lock(&lock);
+    unqueue(&j);
+    j.done += mine;
+    while (j.done < j.parts || j.holders > 0)
+        pthread_cond_wait(&j.finished, &lock);
+    pthread_mutex_unlock(&lock);
+    pthread_cond_destroy(&j.finished);
+}
+
+void workers_forget(void)
+{
+    pthread_mutex_t fresh_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
+    lock = fresh_lock;
+    work_ready = fresh_cond;
+    queue_head = queue_tail = NULL;
+    started = 0;
+    start_failed = false;
+}

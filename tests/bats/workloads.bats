@@ -1,0 +1,179 @@
+#!/usr/bin/env bats
+# The real-workload benchmark harness (tests/bench/workloads/run.py, make bench-workloads) without a
+# GPU: stand-in workloads with known values (fake.py) for the statistics, checks and FAIL rows; the
+# real workloads' skip path; the C loop against the fake driver; the make target never rebuilding the
+# library. Timings are never judged here.
+load common
+
+RUN_PY="$ROOT/tests/bench/workloads/run.py"
+
+# row WORKLOAD METRIC: the table line of that row (the table is printed last).
+row() {
+    grep -E "^$1 +$2 " "$WORK/out.txt" | tail -n 1
+}
+
+# harness ARGS...: runs run.py, output in $WORK/out.txt, exit status in $WORK/rc.
+harness() {
+    local rc=0
+    python3 "$RUN_PY" "$@" >"$WORK/out.txt" 2>&1 || rc=$?
+    echo "$rc" >"$WORK/rc"
+    cat "$WORK/out.txt"
+}
+
+@test "workloads harness: medians, spreads, ratios and bound checks of each side, table last" {
+    harness --fake --pairs 3 --out "$WORK/res"
+    [ "$(cat "$WORK/rc")" = 1 ] # the stand-ins include a mismatch, a crash and a one-sided skip
+    # fake_faster: no shim 10+p, shim 5+p, guard 6+p over pairs 1..3
+    row fake_faster t | grep -F '12.0 (11.0-13.0)  7.00 (6.00-8.00)  1.71x   PASS  8.00 (7.00-9.00)   1.50x   PASS'
+    row fake_faster t | grep -E '>1.00x +2.00x +same 9/9$'
+    # fake_same: nothing to speed up, shim 2% slower: MISS against 0.99x; guard 1% faster: PASS
+    row fake_same t | grep -E '102 \(101-103\) +104 \(103-105\) +0.98x +MISS +101 \(100-102\) +1.01x +PASS +>=0.99x'
+    row fake_same 'ref ref' | grep -E '52.0 \(51.0-53.0\) +52.0 \(51.0-53.0\) +1.00x +PASS'
+    # the ns row: difference shim - no shim against +100 ns
+    row fake_ns loop | grep -E '7020 \(7010-7030\) +7070 \(7060-7080\) +\+50ns +PASS +7220 \(7210-7230\) +\+200ns +MISS +<=\+100ns'
+    # the table comes after every progress line
+    last_progress=$(grep -n '^\[' "$WORK/out.txt" | tail -n 1 | cut -d: -f1)
+    table=$(grep -n '^workload ' "$WORK/out.txt" | tail -n 1 | cut -d: -f1)
+    [ "$table" -gt "$last_progress" ]
+    tail -n 1 "$WORK/out.txt" | grep -F "# written: $WORK/res/"
+}
+
+@test "workloads harness: a result that differs, a crash and a skip on the shim side only are FAIL rows" {
+    harness --fake --pairs 3 --out "$WORK/res"
+    [ "$(cat "$WORK/rc")" = 1 ]
+    row fake_mismatch t | grep -E 'FAIL$'
+    grep -E '^FAIL fake_mismatch: results differ: shim\+guard runs 1, 2, 3: digest [0-9a-f]+, where no-shim run 1 gave [0-9a-f]+$' "$WORK/out.txt"
+    row fake_crash t | grep -E 'FAIL$'
+    grep -F 'FAIL fake_crash: shim run 2: exit status 3: RuntimeError: CUDA error: invalid argument' "$WORK/out.txt"
+    grep -F 'FAIL fake_shimskip: skipped in 6 of 9 runs only (shim 1, shim+guard 1, shim 2, shim+guard 2, shim 3, shim+guard 3): fakeframework sees no GPU' "$WORK/out.txt"
+    # skipped alike everywhere: one row, not a failure, not run again after pair 1
+    grep -E '^fake_missing +- .*skipped: fakeframework not importable' "$WORK/out.txt"
+    [ "$(grep -c '"workload": "fake_missing"' "$WORK/res/runs.jsonl")" = 3 ]
+    grep -F "note fake_same: the guard reported 3 unsynchronized accesses" "$WORK/out.txt"
+    tail -n 2 "$WORK/out.txt" | grep -E '^RESULT: FAIL: fake_mismatch, fake_crash, fake_shimskip; 7 workloads, 3 pairs'
+}
+
+@test "workloads harness: each side runs with its own environment; every run is in runs.jsonl; table.md" {
+    harness --fake --pairs 2 --only 'fake_f*,fake_same' --out "$WORK/res"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    python3 - "$WORK/res" <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1] + "/runs.jsonl")]
+assert len(runs) == 2 * 3 * 2, len(runs)
+for r in runs:
+    # fake.py tells its side from LD_PRELOAD and the guard settings it really got
+    assert r["notes"]["side"] == r["side"], r
+    assert r["status"] == "ok" and r["rc"] == 0, r
+    assert (r["shim_summary"] is None) == (r["side"] == "noshim"), r
+summary = json.load(open(sys.argv[1] + "/summary.json"))
+assert [w["workload"] for w in summary["workloads"]] == ["fake_faster", "fake_same"], summary["workloads"]
+PY
+    grep -F '| fake_faster | fake time | ms | 11.5 (11.0-12.0) | 6.50 (6.00-7.00) | 1.77x | PASS |' "$WORK/res/table.md"
+    grep -F '| fake_same | ref: fake pinned ceiling | ms |' "$WORK/res/table.md"
+    grep -E '^RESULT: ok' "$WORK/res/table.txt"
+}
+
+@test "workloads harness: --no-guard drops the guard side and its columns" {
+    harness --fake --pairs 2 --only fake_faster --no-guard
+    [ "$(cat "$WORK/rc")" = 0 ]
+    ! grep -F 'shim+guard' "$WORK/out.txt" || false
+    row fake_faster t | grep -E '11.5 \(11.0-12.0\) +6.50 \(6.00-7.00\) +1.77x +PASS +>1.00x'
+    tail -n 1 "$WORK/out.txt" | grep -E '^RESULT: ok: no result differed and no run failed; 1 workloads, 2 pairs'
+}
+
+@test "workloads harness: a run past --timeout is killed and is a FAIL; that workload is not run again" {
+    SECONDS=0
+    harness --fake --only fake_hang --pairs 2 --no-guard --timeout 1
+    [ "$SECONDS" -lt 30 ] # fake.py would sleep 60 s
+    [ "$(cat "$WORK/rc")" = 1 ]
+    grep -F 'FAIL fake_hang: shim run 1: timed out after 1 s' "$WORK/out.txt"
+    ! grep -F '[2/2] fake_hang' "$WORK/out.txt" || false
+}
+
+@test "workloads harness: --budget stops before a pair that would end past it, and says so" {
+    harness --fake --only fake_faster --pairs 3 --no-guard --budget 0.001
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E '^note: stopped after 1 of 3 pairs: another \(about [0-9]+ s\) would end past --budget 0.001 s' "$WORK/out.txt"
+    row fake_faster t | grep -E '11.0 \(11.0-11.0\) +6.00 \(6.00-6.00\)'
+    harness --fake --only fake_faster,fake_same --pairs 3 --no-guard --budget 0.001
+    grep -E '^note: stopped during pair 1, before fake_same: past --budget 0.001 s' "$WORK/out.txt"
+}
+
+@test "workloads harness: SIGTERM ends the running workload's processes and still prints the table" {
+    FAKE_HANG_PIDFILE="$WORK/hang.pid" python3 "$RUN_PY" --fake --only fake_faster,fake_hang --pairs 1 --no-guard \
+        --out "$WORK/res" >"$WORK/out.txt" 2>&1 &
+    pid=$!
+    for _ in $(seq 200); do [ -s "$WORK/hang.pid" ] && break; sleep 0.1; done
+    [ -s "$WORK/hang.pid" ]
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    cat "$WORK/out.txt"
+    [ "$rc" = 130 ]
+    ! kill -0 "$(cat "$WORK/hang.pid")" 2>/dev/null || false
+    row fake_faster t | grep -E 'same 2/2$'
+    grep -E '^note: interrupted \(signal 15\) during pair 1' "$WORK/out.txt"
+    grep -E '^RESULT: INTERRUPTED: no result differed and no run failed so far; 2 workloads, 1 pair,' "$WORK/out.txt"
+    grep -E '^RESULT: INTERRUPTED' "$WORK/res/table.txt"
+}
+
+@test "workloads harness: --dry-run prints the plan and each side's settings, runs nothing" {
+    harness --dry-run --out "$WORK/res"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E '^# plan: 13 workloads x 3 sides x 5 pairs = 195 runs; expected about [0-9]+ s' "$WORK/out.txt"
+    grep -E "^  shim +LD_PRELOAD=$SHIM PINSHIM_SUMMARY=json PINSHIM_GUARD=off" "$WORK/out.txt"
+    grep -E "^  shim\+guard +LD_PRELOAD=$SHIM PINSHIM_SUMMARY=json PINSHIM_GUARD=warn PINSHIM_GUARD_PAGES=first" "$WORK/out.txt"
+    grep -E '^torch_dataloader_pinned .*torch_dataloader.py --pin 1$' "$WORK/out.txt"
+    [ ! -e "$WORK/res" ]
+}
+
+@test "workloads harness: bad usage is exit status 2 with the reason" {
+    harness --only nosuch
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "no workload matches 'nosuch' (workloads: torch_train, torch_graph," "$WORK/out.txt"
+    harness --pairs 0
+    [ "$(cat "$WORK/rc")" = 2 ]
+    harness --fake --shim "$WORK/nothing.so"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "$WORK/nothing.so is missing" "$WORK/out.txt"
+}
+
+@test "workloads: every script compiles; without their frameworks they skip cleanly, one row each" {
+    python3 -c 'import ast, sys; [ast.parse(open(f).read(), f) for f in sys.argv[1:]]' "$ROOT"/tests/bench/workloads/*.py
+    if python3 -c 'import torch' 2>/dev/null || python3 -c 'import numpy' 2>/dev/null; then
+        skip "python3 has torch or numpy: the skip path is not reachable here"
+    fi
+    harness --pairs 2 --only 'torch_*,cupy_copy,jax_copy'
+    [ "$(cat "$WORK/rc")" = 0 ]
+    [ "$(grep -cE '^torch_[a-z0-9_]+ +- .*skipped: torch not importable' "$WORK/out.txt")" = 10 ]
+    grep -E '^cupy_copy +- .*skipped: cupy not importable' "$WORK/out.txt"
+    grep -E '^jax_copy +- .*skipped: jax not importable' "$WORK/out.txt"
+    tail -n 1 "$WORK/out.txt" | grep -E '^RESULT: ok: .*12 skipped'
+}
+
+@test "workloads: the C loop (guard_cost.c) against the fake driver, ns per iteration and shim - no shim" {
+    LD_LIBRARY_PATH="$FAKE" harness --only c_dtoh_sync --pairs 2 --out "$WORK/res"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    row c_dtoh_sync iter | grep -E '^c_dtoh_sync +iter +ns +[0-9]+ \([0-9]+-[0-9]+\) +[0-9]+ \([0-9]+-[0-9]+\) +[+-][0-9]+ns +(PASS|MISS) .* <=\+100ns +\+160ns +no data \(timing only\)$'
+    python3 - "$WORK/res/runs.jsonl" <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(runs) == 6 and all(r["status"] == "ok" for r in runs), runs
+shim = [r for r in runs if r["side"] == "shim"]
+# the shim saw the loop: 20,000 timed copies and the warm-up, each followed by a stream synchronize
+d2h = sum(t["count"] for r in shim[-1:] for t in r["shim_summary"]["transfers"] if t["dir"] == "d2h")
+assert d2h == 20003, d2h
+PY
+}
+
+@test "make bench-workloads needs only the built library: nothing is rebuilt when sources look newer" {
+    run make -C "$ROOT" -W shim/init.c -W policy/policy.c bench-workloads \
+        BENCH_ARGS="--fake --only fake_faster --pairs 1 --no-guard"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    ! echo "$output" | grep -E '(^| )(cc|gcc) ' || false
+    echo "$output" | grep -E '^RESULT: ok'
+    run make -C "$ROOT" bench-workloads BUILD="$WORK/nobuild"
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -F "bench-workloads: $WORK/nobuild/libpinshim.so is missing"
+}

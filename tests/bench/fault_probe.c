@@ -1,0 +1,97 @@
+/* fault_probe.c: how fast fresh host memory can be written, the bound on a D2H copy into a buffer
+ * the program just allocated (issue #13). For a fresh anonymous mapping of S bytes written by T
+ * threads (each its own slice), GB/s of: touch (first-touch page faults, 4 KiB pages unless the
+ * system's THP setting is "always"), populate (madvise(MADV_POPULATE_WRITE) per slice, then the
+ * write), huge (madvise(MADV_HUGEPAGE) on the whole mapping first, then the write), and warm (the
+ * same mapping written again: memory bandwidth). Prints the system's THP setting. No CUDA.
+ * Usage: fault_probe [MiB...]   (default 64 256). Build: gcc -O2 -pthread fault_probe.c */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+enum mode { TOUCH, POPULATE, HUGE, WARM, MODES };
+static const char *const names[MODES] = {"touch", "populate", "huge", "warm"};
+
+struct slice {
+    char *p;
+    size_t n;
+    enum mode mode;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *write_slice(void *arg)
+{
+    struct slice *s = arg;
+    if (s->mode == POPULATE)
+        madvise(s->p, s->n, MADV_POPULATE_WRITE);
+    memset(s->p, 1, s->n);
+    return NULL;
+}
+
+static double run(size_t bytes, int threads, enum mode mode)
+{
+    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    if (mode == HUGE)
+        madvise(p, bytes, MADV_HUGEPAGE);
+    if (mode == WARM)
+        memset(p, 2, bytes);
+    pthread_t t[64];
+    struct slice s[64];
+    size_t part = (bytes / (size_t)threads + 4095) & ~(size_t)4095;
+    double t0 = now_s();
+    for (int i = 0; i < threads; i++) {
+        size_t off = (size_t)i * part;
+        s[i] = (struct slice){p + off, off >= bytes ? 0 : (bytes - off < part ? bytes - off : part), mode};
+        pthread_create(&t[i], NULL, write_slice, &s[i]);
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    double dt = now_s() - t0;
+    munmap(p, bytes);
+    return (double)bytes / dt / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    char thp[128] = "unknown";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) {
+        if (!fgets(thp, sizeof thp, f))
+            strcpy(thp, "unreadable\n");
+        fclose(f);
+    }
+    printf("fault_probe: THP %s", thp);
+    static const int thread_counts[] = {1, 4, 8, 16};
+    for (int a = argc > 1 ? 1 : 0; a < (argc > 1 ? argc : 2); a++) {
+        size_t mib = argc > 1 ? (size_t)atol(argv[a]) : (a == 0 ? 64 : 256);
+        for (size_t k = 0; k < sizeof thread_counts / sizeof *thread_counts; k++) {
+            printf("fault_probe %4zu MiB %2d threads:", mib, thread_counts[k]);
+            for (int m = 0; m < MODES; m++) {
+                double best = 0;
+                for (int rep = 0; rep < 3; rep++) {
+                    double g = run(mib << 20, thread_counts[k], (enum mode)m);
+                    best = g > best ? g : best;
+                }
+                printf(" %s %.1f GB/s%s", names[m], best, m + 1 < MODES ? "," : "\n");
+            }
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,692 @@
+#!/usr/bin/env python3
+"""run.py: the real-workload benchmark suite (make bench-workloads; tests/bench/workloads/README.md).
+
+Each workload runs in a fresh process without the shim, with it (LD_PRELOAD=build/libpinshim.so)
+and, unless --no-guard, with it and PINSHIM_GUARD=warn PINSHIM_GUARD_PAGES=first, one after the
+other, --pairs times over. Then one table: each side's median and min-max, the ratios (no-shim time
+over shim time: above 1 the shim is faster), bound checks (PASS/MISS, never an error), and whether
+every run's results were identical. Exit status 0; 1 when a result differed or a run failed
+(crashed, timed out, printed no result, or skipped on some sides only); 2 for bad usage.
+Standard library only; the workloads bring their own frameworks."""
+import argparse
+import datetime
+import fnmatch
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+SIDES = ("noshim", "shim", "guard")
+SIDE_TITLE = {"noshim": "no shim", "shim": "shim", "guard": "shim+guard"}
+GUARD_ENV = {"PINSHIM_GUARD": "warn", "PINSHIM_GUARD_PAGES": "first"}
+RATIO_SAME, RATIO_FASTER, NS_MAX = 0.99, 1.0, 100.0  # the bounds (README.md here: "Bounds")
+C_LOOP_ITERS = 20000
+STDERR_TAIL = 30
+
+
+class Workload:
+    """One program of the suite: how to start it, how long a run takes on the GPU machine (for the
+    plan and the budget), and Turn 2's figures for its metrics (FACTS.md) to compare with."""
+
+    def __init__(self, name, script=None, args=(), est_s=3.0, turn2=None, default=True, c_loop=False):
+        self.name, self.script, self.args, self.est_s = name, script, list(args), est_s
+        self.turn2 = turn2 or {}
+        self.default = default
+        self.c_loop = c_loop
+
+    def argv(self, ctx):
+        if self.c_loop:
+            return [ctx.c_binary or "<tests/bench/guard_cost.c, built at the start>", "4"]
+        return [ctx.python, os.path.join(HERE, self.script)] + self.args
+
+    def extra_env(self):
+        return {"GUARD_COST_ITERS": str(C_LOOP_ITERS)} if self.c_loop else {}
+
+
+WORKLOADS = [
+    Workload("torch_train", "torch_train.py", est_s=2.0, turn2={"step": "1.06x"}),
+    Workload("torch_graph", "torch_train.py", ["--graph"], est_s=2.2),
+    Workload("torch_dataloader", "torch_dataloader.py", ["--pin", "0"], est_s=2.5, turn2={"batch": "1.26x"}),
+    Workload("torch_dataloader_pinned", "torch_dataloader.py", ["--pin", "1"], est_s=2.5, turn2={"batch": "0.88x"}),
+    Workload("torch_item", "torch_item.py", est_s=1.8, turn2={"item": "0.88x"}),
+    Workload("torch_reuse", "torch_reuse.py", est_s=3.7,
+             turn2={"4KB": "0.99x", "4MB": "5.85x", "4MB_pinned": "~17ms"}),
+    Workload("torch_neighbours", "torch_neighbours.py", est_s=2.5),
+    Workload("torch_offload", "torch_offload.py", est_s=3.1,
+             turn2={"d2h": "5.3x", "h2d": "3.1x", "d2h_pinned": "9.8ms"}),
+    Workload("torch_fresh", "torch_fresh.py", est_s=3.3, turn2={"64MiB": "1.5x", "64MiB_pinned": "1.2ms"}),
+    Workload("torch_pinned_d2h", "torch_pinned_d2h.py", est_s=1.8, turn2={"copy": "g+86us"}),
+    Workload("cupy_copy", "cupy_copy.py", est_s=2.3, turn2={"asarray": "1.04x", "asnumpy": "4.3x"}),
+    Workload("jax_copy", "jax_copy.py", est_s=4.0, turn2={"device_put": "0.92x", "asarray": "1.04x"}),
+    Workload("c_dtoh_sync", est_s=0.5, turn2={"iter": "+160ns"}, c_loop=True),
+]
+
+# Stand-ins for testing the harness without a GPU (--fake): fake.py, values known in advance.
+FAKE_WORKLOADS = [Workload("fake_" + m, "fake.py", [m], est_s=0.1, turn2={"t": "2.00x"} if m == "faster" else None,
+                           default=m != "hang")
+                  for m in ("faster", "same", "ns", "missing", "mismatch", "crash", "shimskip", "hang")]
+
+
+class Context:
+    def __init__(self, args):
+        self.args = args
+        self.python = args.python
+        self.shim = os.path.abspath(args.shim)
+        self.sides = SIDES if args.guard else SIDES[:2]
+        self.c_binary = None
+        self.c_build_error = None
+        self.work = None
+        self.runs = []
+        self.out = args.out
+        self.started = time.time()
+        self.header = []
+        self.stop_note = None
+        self.interrupted = False
+
+
+# ------------------------------------------------------------------------------------------ usage
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="run.py", description="pinshim real-workload benchmarks: each workload in fresh processes, "
+        "without and with the shim, alternating; one table at the end (tests/bench/workloads/README.md).")
+    p.add_argument("--pairs", type=int, default=5, help="runs of each side per workload (default 5)")
+    p.add_argument("--only", default="", metavar="NAME[,NAME]",
+                   help="run only these workloads (names or shell patterns, comma separated)")
+    p.add_argument("--guard", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run every workload with PINSHIM_GUARD=warn PINSHIM_GUARD_PAGES=first (default on)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="write runs.jsonl (every run), table.md, table.txt and summary.json there "
+                        "(default: $OUT/bench-workloads when OUT is set)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per run (default 60)")
+    p.add_argument("--budget", type=float, default=540.0, metavar="S",
+                   help="start no new pair once the next would end past S seconds (default 540; 0: no limit)")
+    p.add_argument("--shim", default=os.path.join(ROOT, "build", "libpinshim.so"), help="the library to preload")
+    p.add_argument("--python", default=os.environ.get("PYTHON") or sys.executable,
+                   help="interpreter for the workload scripts (default $PYTHON, else this one)")
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--dry-run", action="store_true", help="print what would run and the expected time; run nothing")
+    p.add_argument("--fake", action="store_true", help="use the stand-in workloads of fake.py (tests the harness)")
+    args = p.parse_args(argv)
+    if args.pairs < 1:
+        p.error("--pairs must be at least 1")
+    if args.timeout <= 0:
+        p.error("--timeout must be positive")
+    if args.out is None and os.environ.get("OUT"):
+        args.out = os.path.join(os.environ["OUT"], "bench-workloads")
+    return args, p
+
+
+def select(registry, only, parser):
+    if not only:
+        return [w for w in registry if w.default]
+    chosen = []
+    for pat in [s.strip() for s in only.split(",") if s.strip()]:
+        hits = [w for w in registry if fnmatch.fnmatchcase(w.name, pat)]
+        if not hits:
+            parser.error("--only: no workload matches '%s' (workloads: %s)" % (pat, ", ".join(w.name for w in registry)))
+        chosen += [w for w in hits if w not in chosen]
+    return [w for w in registry if w in chosen]  # the suite's order
+
+
+# ------------------------------------------------------------------------------------------ running
+def side_env(ctx, w, side, pair):
+    env = dict(os.environ)
+    env.pop("PINSHIM_LOG", None)  # the shim's JSON summary must come on stderr, where it is collected
+    env.update(w.extra_env())
+    env.update({"BENCH_WL_SIDE": side, "BENCH_WL_PAIR": str(pair), "PYTHONUNBUFFERED": "1",
+                "PYTHONDONTWRITEBYTECODE": "1"})  # no __pycache__ in the source tree
+    others = [p for p in env.get("LD_PRELOAD", "").replace(" ", ":").split(":") if p and p != ctx.shim]
+    if side == "noshim":
+        if others:
+            env["LD_PRELOAD"] = ":".join(others)
+        else:
+            env.pop("LD_PRELOAD", None)
+        return env
+    env["LD_PRELOAD"] = ":".join([ctx.shim] + others)
+    env["PINSHIM_SUMMARY"] = "json"
+    if side == "guard":
+        env.update(GUARD_ENV)
+    else:
+        env["PINSHIM_GUARD"] = "off"
+    return env
+
+
+def env_delta(env):
+    """The settings a side adds to or changes in the caller's environment (for the plan)."""
+    keys = ["LD_PRELOAD", "PINSHIM_SUMMARY", "PINSHIM_GUARD", "PINSHIM_GUARD_PAGES", "GUARD_COST_ITERS"]
+    return " ".join("%s=%s" % (k, env[k]) for k in keys if k in env and os.environ.get(k) != env[k])
+
+
+def last_json(text, want):
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(d, dict) and want in d:
+                return d
+    return None
+
+
+def parse_c_loop(w, stdout, stderr):
+    """guard_cost's table (bytes iters pair_all pair_first copy_ns) as a workload result."""
+    if "cannot dlopen libcuda.so.1" in stderr:
+        return {"workload": w.name, "skipped": "no CUDA driver: libcuda.so.1 cannot be loaded"}
+    rows = [l.split() for l in stdout.splitlines() if l.split() and l.split()[0].isdigit()]
+    if not rows or len(rows[-1]) < 5:
+        return None
+    return {"workload": w.name, "digest": None, "notes": {"iters": int(rows[-1][1])},
+            "metrics": [{"key": "iter", "label": "C: 4-byte cuMemcpyDtoHAsync into pinned + cuStreamSynchronize",
+                         "unit": "ns", "value": float(rows[-1][4]), "expect": "ns", "ref": False}]}
+
+
+def tail(text, n):
+    return "\n".join(text.splitlines()[-n:])
+
+
+def run_one(ctx, w, side, pair):
+    rec = {"workload": w.name, "side": side, "pair": pair, "status": None, "rc": None, "wall_s": None,
+           "metrics": [], "digest": None, "skipped": None, "error": None, "notes": {}, "shim_summary": None}
+    if w.c_loop and not ctx.c_binary:
+        rec.update(status="skipped", skipped="cannot build tests/bench/guard_cost.c: %s" % ctx.c_build_error)
+        return rec
+    env = side_env(ctx, w, side, pair)
+    argv = w.argv(ctx)
+    rec["command"] = " ".join(shlex.quote(a) for a in argv)
+    t0 = time.monotonic()
+    timed_out = False
+    try:
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as e:
+        rec.update(status="failed", error="cannot start %s: %s" % (argv[0], e))
+        return rec
+    try:
+        out, err = proc.communicate(timeout=ctx.args.timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc)
+        out, err = proc.communicate()
+    except BaseException:  # interrupted: take the run's processes down with us
+        kill_group(proc)
+        proc.communicate()
+        raise
+    out = out.decode("utf-8", "replace")
+    err = err.decode("utf-8", "replace")
+    rec["wall_s"] = round(time.monotonic() - t0, 3)
+    rec["rc"] = proc.returncode
+    rec["stderr_tail"] = tail(err, STDERR_TAIL)
+    rec["shim_summary"] = last_json(err, "transfers") if side != "noshim" else None
+    result = parse_c_loop(w, out, err) if w.c_loop else last_json(out, "workload")
+    if timed_out:
+        rec.update(status="timeout", error="timed out after %g s" % ctx.args.timeout)
+    elif result is not None and result.get("skipped"):
+        rec.update(status="skipped", skipped=str(result["skipped"]))
+    elif proc.returncode != 0:
+        rec.update(status="failed", error="exit status %d%s" % (proc.returncode, describe_exit(proc.returncode, err)))
+    elif result is None or not isinstance(result.get("metrics"), list) or not result["metrics"]:
+        rec.update(status="failed", error="printed no result line" + describe_exit(0, err))
+        rec["stdout_tail"] = tail(out, 10)
+    else:
+        rec.update(status="ok", metrics=result["metrics"], digest=result.get("digest"),
+                   notes=result.get("notes") or {})
+    return rec
+
+
+def describe_exit(rc, err):
+    lines = [l.strip() for l in err.splitlines() if l.strip() and not l.lstrip().startswith("{")]
+    why = ""
+    if rc < 0:
+        try:
+            why = " (%s)" % signal.Signals(-rc).name
+        except ValueError:
+            pass
+    return why + (": " + lines[-1][:200] if lines else "")
+
+
+def kill_group(proc):
+    """Ends the run's process group (it was started in a session of its own: only its processes)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def build_c_loop(ctx):
+    cc = os.environ.get("CC") or "gcc"
+    cuda = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+    nvcc = shutil.which("nvcc")
+    if not os.environ.get("CUDA_HOME") and not os.path.isfile(os.path.join(cuda, "include", "cuda.h")) and nvcc:
+        cuda = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))  # cuda.h beside the nvcc on PATH
+    exe = os.path.join(ctx.work, "guard_cost")
+    cmd = [cc, "-std=gnu11", "-O2", "-Wall", "-I" + os.path.join(cuda, "include"),
+           os.path.join(ROOT, "tests", "bench", "guard_cost.c"), "-o", exe, "-ldl"]
+    try:
+        r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        if r.returncode == 0:
+            ctx.c_binary = exe
+            return
+        lines = [l for l in r.stdout.decode("utf-8", "replace").splitlines() if l.strip()]
+        ctx.c_build_error = "%s exited %d%s" % (cc, r.returncode, (": " + lines[0][:160]) if lines else "")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        ctx.c_build_error = "%s: %s" % (cc, e)
+
+
+# ------------------------------------------------------------------------------------------ statistics
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def check(expect, base, other):
+    """(cell, verdict) for one side against no shim: the ratio or the difference, and PASS/MISS."""
+    if base is None or other is None:
+        return "-", "-"
+    if expect == "ns":
+        diff = other - base
+        return "%+.0fns" % diff, "PASS" if diff <= NS_MAX else "MISS"
+    if other <= 0:
+        return "-", "-"
+    ratio = base / other
+    ok = ratio > RATIO_FASTER if expect == "faster" else ratio >= RATIO_SAME
+    return "%.2fx" % ratio, "PASS" if ok else "MISS"
+
+
+def bound_text(expect):
+    return {"ns": "<=+%dns" % NS_MAX, "faster": ">%.2fx" % RATIO_FASTER}.get(expect, ">=%.2fx" % RATIO_SAME)
+
+
+def aggregate(ctx, workloads):
+    """One entry per workload run so far: its rows, its verdict and the problems found."""
+    report = []
+    for w in workloads:
+        rs = [r for r in ctx.runs if r["workload"] == w.name]
+        if not rs:
+            continue
+        ok = [r for r in rs if r["status"] == "ok"]
+        skipped = [r for r in rs if r["status"] == "skipped"]
+        bad = [r for r in rs if r["status"] in ("failed", "timeout")]
+        problems = []
+        for r in bad:
+            problems.append("%s run %d: %s" % (SIDE_TITLE[r["side"]], r["pair"], r["error"]))
+        reasons = sorted(set(r["skipped"] for r in skipped))
+        if skipped and (ok or bad):
+            problems.append("skipped in %d of %d runs only (%s): %s" % (
+                len(skipped), len(rs), ", ".join("%s %d" % (SIDE_TITLE[r["side"]], r["pair"]) for r in skipped),
+                " | ".join(reasons)))
+        elif len(reasons) > 1:
+            problems.append("skipped for different reasons: " + " | ".join(reasons))
+        ref = next((r for r in ok if r["side"] == "noshim"), ok[0] if ok else None)
+        same = sum(1 for r in ok if r["digest"] == ref["digest"])
+        differing = {}  # (side, digest) -> pairs
+        for r in ok:
+            if r["digest"] != ref["digest"]:
+                differing.setdefault((r["side"], r["digest"]), []).append(str(r["pair"]))
+        for (side, digest), pairs in sorted(differing.items(), key=lambda kv: (SIDES.index(kv[0][0]), kv[1])):
+            what = "%s run%s %s: digest %s, where no-shim run %d gave %s" % (
+                SIDE_TITLE[side], "s" if len(pairs) > 1 else "", ", ".join(pairs), digest, ref["pair"], ref["digest"])
+            if side == "noshim":
+                problems.append("results differ between runs without the shim (%s): the workload is not "
+                                "deterministic" % what)
+            else:
+                problems.append("results differ: " + what)
+        keys = []
+        for r in ok:
+            for m in r["metrics"]:
+                if m["key"] not in [k["key"] for k in keys]:
+                    keys.append(m)
+        rows = []
+        for m in keys:
+            row = {"key": m["key"], "label": m.get("label", m["key"]), "unit": m.get("unit", ""),
+                   "expect": m.get("expect", "same"), "ref": bool(m.get("ref")), "turn2": w.turn2.get(m["key"], "")}
+            for side in ctx.sides:
+                vals = [x["value"] for r in ok if r["side"] == side for x in r["metrics"] if x["key"] == m["key"]]
+                row[side] = {"n": len(vals), "values": vals, "median": median(vals) if vals else None,
+                             "min": min(vals) if vals else None, "max": max(vals) if vals else None}
+            for side in ctx.sides[1:]:
+                row[side]["cell"], row[side]["check"] = check(row["expect"], row["noshim"]["median"],
+                                                              row[side]["median"])
+            rows.append(row)
+        races = sum(int(((r.get("shim_summary") or {}).get("guard") or {}).get("races", 0)) for r in rs)
+        status = "FAIL" if problems else "skipped" if not ok else "ok"
+        if problems:
+            verdict = "FAIL"
+        elif all(r["digest"] is None for r in ok):
+            verdict = "no data (timing only)"
+        else:
+            verdict = "same %d/%d" % (same, len(ok))
+        report.append({"workload": w.name, "status": status, "verdict": verdict, "problems": problems, "rows": rows,
+                       "skipped": reasons[0] if reasons and not ok else None, "identical": "%d/%d" % (same, len(ok)),
+                       "runs": len(rs), "guard_races": races, "shim_did": shim_did(rs)})
+    return report
+
+
+def shim_did(runs):
+    """What the shim's summaries say it did: copies by action, registrations and refusals, failed
+    copies (last shim run), and copies guarded (last shim+guard run)."""
+    did = {}
+    last = {}
+    for r in runs:
+        if r.get("shim_summary"):
+            last[r["side"]] = r["shim_summary"]
+    s = last.get("shim")
+    if s:
+        for t in s.get("transfers", []):
+            action = t.get("action", "?")
+            did[action] = did.get(action, 0) + int(t.get("count", 0))
+        reg = s.get("registration") or {}
+        if reg:
+            did["registrations"] = reg.get("registrations", 0)
+            did["refused"] = reg.get("refused", 0)
+        did["failed_copies"] = s.get("failed_copies", 0)
+    g = (last.get("guard") or {}).get("guard")
+    if g:
+        did["guarded (guard run)"] = g.get("guarded", 0)
+    return did or None
+
+
+# ------------------------------------------------------------------------------------------ the table
+def fmt(v):
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 100:
+        return "%.0f" % v
+    if a >= 10:
+        return "%.1f" % v
+    if a >= 1:
+        return "%.2f" % v
+    return "%.3g" % v
+
+
+def spread(s):
+    if not s or s["median"] is None:
+        return "-"
+    return "%s (%s-%s)" % (fmt(s["median"]), fmt(s["min"]), fmt(s["max"]))
+
+
+def table_rows(ctx, report, markdown):
+    """The table as a list of cell lists, header first."""
+    guard = "guard" in ctx.sides
+    head = ["workload", "metric", "unit", "no shim", "shim", "ratio", "check"]
+    if guard:
+        head += ["shim+guard", "ratio", "check"]
+    head += ["bound", "turn 2", "result"]
+    out = [head]
+    for entry in report:
+        if entry["status"] == "skipped" and not entry["rows"]:
+            cells = [entry["workload"], "-", "", "", "", "", ""] + (["", "", ""] if guard else [])
+            out.append(cells + ["", "", "skipped: " + entry["skipped"]])
+            continue
+        if not entry["rows"]:
+            cells = [entry["workload"], "-", "", "", "", "", ""] + (["", "", ""] if guard else [])
+            out.append(cells + ["", "", "FAIL: no run gave a result"])
+            continue
+        for row in entry["rows"]:
+            name = row["label"] if markdown else ("ref " if row["ref"] else "") + row["key"]
+            cells = [entry["workload"], name, row["unit"], spread(row["noshim"]), spread(row["shim"]),
+                     row["shim"]["cell"], row["shim"]["check"]]
+            if guard:
+                cells += [spread(row["guard"]), row["guard"]["cell"], row["guard"]["check"]]
+            cells += [bound_text(row["expect"]), row["turn2"] or "-", entry["verdict"]]
+            out.append(cells)
+    return out
+
+
+def render_text(rows):
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for k, r in enumerate(rows):
+        cells = [c.ljust(widths[i]) if i < 3 or i == len(r) - 1 else c.rjust(widths[i]) for i, c in enumerate(r)]
+        lines.append("  ".join(cells).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def render_markdown(rows):
+    esc = [[c.replace("|", "\\|") for c in r] for r in rows]
+    lines = ["| " + " | ".join(esc[0]) + " |",
+             "|" + "|".join("---" if i < 3 or i == len(esc[0]) - 1 else "---:" for i in range(len(esc[0]))) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in esc[1:]]
+    return "\n".join(lines)
+
+
+def footer(ctx, report):
+    lines = []
+    for e in report:
+        for p in e["problems"]:
+            lines.append("FAIL %s: %s" % (e["workload"], p))
+    for e in report:
+        if e["guard_races"]:
+            lines.append("note %s: the guard reported %d unsynchronized accesses of D2H destinations "
+                         "(stderr of the shim+guard runs in runs.jsonl)" % (e["workload"], e["guard_races"]))
+    if ctx.stop_note:
+        lines.append("note: " + ctx.stop_note)
+    failed = [e["workload"] for e in report if e["status"] == "FAIL"]
+    skipped = [e["workload"] for e in report if e["status"] == "skipped"]
+    pairs = max([r["pair"] for r in ctx.runs] or [0])
+    tally = "%d workloads, %d pair%s, %s" % (len(report), pairs, "" if pairs == 1 else "s", elapsed(ctx))
+    if skipped:
+        tally += ", %d skipped (%s)" % (len(skipped), ", ".join(skipped))
+    if failed:
+        lines.append("RESULT: FAIL: %s; %s" % (", ".join(failed), tally))
+    elif ctx.interrupted:
+        lines.append("RESULT: INTERRUPTED: no result differed and no run failed so far; %s" % tally)
+    else:
+        lines.append("RESULT: ok: no result differed and no run failed; %s" % tally)
+    return lines
+
+
+def elapsed(ctx):
+    s = int(time.time() - ctx.started)
+    return "%dm%02ds" % (s // 60, s % 60)
+
+
+def write_outputs(ctx, head, report, text, markdown_table, foot):
+    if not ctx.out:
+        return
+    os.makedirs(ctx.out, exist_ok=True)
+    with open(os.path.join(ctx.out, "table.txt"), "w") as f:
+        f.write("\n".join(head + [text] + foot) + "\n")
+    md = ["# pinshim real-workload benchmarks", ""] + ["- " + h.lstrip("# ") for h in head[1:]] + ["", markdown_table, ""]
+    md += ["- " + l for l in foot] + [""]
+    did = [(e["workload"], e["shim_did"]) for e in report if e["shim_did"]]
+    if did:
+        md += ["What the shim did (its summary, last shim run of each workload: copies by action, registrations):", ""]
+        md += ["- %s: %s" % (name, ", ".join("%s %s" % kv for kv in d.items())) for name, d in did] + [""]
+    md += ["Columns: tests/bench/workloads/README.md. Every run: runs.jsonl.", ""]
+    with open(os.path.join(ctx.out, "table.md"), "w") as f:
+        f.write("\n".join(md))
+    with open(os.path.join(ctx.out, "summary.json"), "w") as f:
+        json.dump({"header": head, "workloads": report, "footer": foot}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def show(ctx, workloads, final):
+    """Rewrites the output files with every run so far; prints the table when final."""
+    report = aggregate(ctx, workloads)
+    head = ctx.header + [versions_line(ctx)]
+    text = render_text(table_rows(ctx, report, markdown=False))
+    markdown_table = render_markdown(table_rows(ctx, report, markdown=True))
+    foot = footer(ctx, report)
+    write_outputs(ctx, head, report, text, markdown_table, foot)
+    if final:
+        print("\n".join([""] + head + [text] + foot), flush=True)
+    return report
+
+
+# ------------------------------------------------------------------------------------------ main
+def header(ctx, workloads):
+    h = ["# pinshim real-workload benchmarks, %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M")]
+    gpu = "no GPU seen by nvidia-smi"
+    try:
+        r = subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=20)
+        first = r.stdout.decode("utf-8", "replace").strip().splitlines()
+        if r.returncode == 0 and first:
+            gpu = first[0]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    h.append("# machine: %s; %d cores" % (gpu, os.cpu_count() or 0))
+    try:
+        st = os.stat(ctx.shim)
+        lib = "%s (%d bytes, %s)" % (ctx.shim, st.st_size,
+                                     datetime.datetime.fromtimestamp(st.st_mtime).strftime("%Y-%m-%d %H:%M"))
+    except OSError:
+        lib = ctx.shim + " (MISSING)"
+    try:
+        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, timeout=10).stdout.decode().strip()
+    except (OSError, subprocess.TimeoutExpired):
+        rev = ""
+    h.append("# shim: %s%s" % (lib, (", git " + rev) if rev else ""))
+    user = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
+                    if k.startswith("PINSHIM_") and k not in ("PINSHIM_SUMMARY", "PINSHIM_LOG"))
+    h.append("# sides: %s; %d pairs; guard side: %s; shim settings from the environment: %s" % (
+        ", ".join(SIDE_TITLE[s] for s in ctx.sides), ctx.args.pairs,
+        " ".join("%s=%s" % kv for kv in GUARD_ENV.items()) if "guard" in ctx.sides else "off", user or "none"))
+    h.append("# ratio = no-shim median / side median (>1: faster with the shim); ns rows: side - no shim")
+    return h
+
+
+def versions_line(ctx):
+    seen = {}
+    for r in ctx.runs:
+        for k, v in (r.get("notes") or {}).items():
+            if k in ("torch", "cuda", "gpu", "cupy", "jax", "numpy") and k not in seen:
+                seen[k] = v
+    return "# versions: " + (", ".join("%s %s" % kv for kv in sorted(seen.items())) or "none seen")
+
+
+def plan_line(ctx, workloads):
+    per_pair = sum(w.est_s for w in workloads) * len(ctx.sides)
+    runs = len(workloads) * len(ctx.sides) * ctx.args.pairs
+    return ("# plan: %d workloads x %d sides x %d pairs = %d runs; expected about %.0f s on the GPU machine "
+            "(%.0f s a pair; --budget %g s)" % (len(workloads), len(ctx.sides), ctx.args.pairs, runs,
+                                               per_pair * ctx.args.pairs, per_pair, ctx.args.budget))
+
+
+def plan(ctx, workloads):
+    print("\n".join(ctx.header + [plan_line(ctx, workloads)]))
+    for w in workloads:
+        print("%-24s ~%4.1f s/run  %s" % (w.name, w.est_s, " ".join(shlex.quote(a) for a in w.argv(ctx))))
+    for side in ctx.sides:
+        print("  %-10s %s" % (SIDE_TITLE[side], env_delta(side_env(ctx, workloads[0], side, 1)) or "(environment as is)"))
+
+
+def main(argv=None):
+    args, parser = parse_args(sys.argv[1:] if argv is None else argv)
+    registry = FAKE_WORKLOADS if args.fake else WORKLOADS
+    if args.list:
+        for w in registry:
+            print("%-24s %s" % (w.name, "" if w.default else "(only with --only)"))
+        return 0
+    workloads = select(registry, args.only, parser)
+    ctx = Context(args)
+    ctx.header = header(ctx, workloads)
+    if args.dry_run:
+        plan(ctx, workloads)
+        return 0
+    if not os.path.isfile(ctx.shim):
+        sys.stderr.write("run.py: %s is missing: build it with make (it needs uthash.h) and bring build/ along\n"
+                         % ctx.shim)
+        return 2
+    ctx.work = tempfile.mkdtemp(prefix="pinshim-workloads.")
+    if ctx.out:
+        os.makedirs(ctx.out, exist_ok=True)
+        open(os.path.join(ctx.out, "runs.jsonl"), "w").close()
+    print("\n".join(ctx.header + [plan_line(ctx, workloads)]), flush=True)
+    if any(w.c_loop for w in workloads):
+        build_c_loop(ctx)
+
+    def on_term(signum, _frame):
+        raise KeyboardInterrupt("signal %d" % signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    status = 0
+    try:
+        run_pairs(ctx, workloads)
+    except KeyboardInterrupt as e:
+        ctx.stop_note = "interrupted (%s) during pair %d: the table has the runs that finished" % (
+            e or "SIGINT", max([r["pair"] for r in ctx.runs] or [0]))
+        ctx.interrupted = True
+        status = 130
+    finally:
+        shutil.rmtree(ctx.work, ignore_errors=True)
+    report = show(ctx, workloads, final=True)
+    if status == 0 and any(e["status"] == "FAIL" for e in report):
+        status = 1
+    if ctx.out:
+        print("# written: %s/{table.md,table.txt,summary.json,runs.jsonl}" % ctx.out, flush=True)
+    return status
+
+
+def run_pairs(ctx, workloads):
+    """Pair after pair, every workload on every side; the output files are rewritten after each pair.
+    A workload skipped alike on every side, or one that timed out, is not run again; --budget stops
+    before a pair that would end past it, or between workloads once it has passed."""
+    args = ctx.args
+    dropped = set()
+    round_s = None
+    for pair in range(1, args.pairs + 1):
+        if args.budget and round_s is not None and time.time() - ctx.started + round_s > args.budget:
+            ctx.stop_note = ("stopped after %d of %d pairs: another (about %.0f s) would end past --budget %g s"
+                             % (pair - 1, args.pairs, round_s, args.budget))
+            print("# " + ctx.stop_note, flush=True)
+            return
+        t_round = time.time()
+        for w in workloads:
+            if w.name in dropped:
+                continue
+            if args.budget and ctx.runs and time.time() - ctx.started > args.budget:
+                ctx.stop_note = "stopped during pair %d, before %s: past --budget %g s" % (pair, w.name, args.budget)
+                print("# " + ctx.stop_note, flush=True)
+                return
+            recs = []
+            for side in ctx.sides:
+                rec = run_one(ctx, w, side, pair)
+                ctx.runs.append(rec)
+                recs.append(rec)
+                if ctx.out:
+                    with open(os.path.join(ctx.out, "runs.jsonl"), "a") as f:
+                        f.write(json.dumps(rec, sort_keys=True) + "\n")
+            progress(args, w, pair, recs)
+            if all(r["status"] == "skipped" for r in recs) or any(r["status"] == "timeout" for r in recs):
+                dropped.add(w.name)  # the next pairs would say the same, or cost another timeout
+        round_s = time.time() - t_round
+        if pair == 1 and args.pairs > 1:
+            total = round_s * args.pairs
+            print("# pair 1 took %.0f s; %d pairs: about %.0f s%s" % (
+                round_s, args.pairs, total, " (past --budget %g s: fewer pairs will run)" % args.budget
+                if args.budget and total > args.budget else ""), flush=True)
+        show(ctx, workloads, final=False)
+
+
+def progress(args, w, pair, recs):
+    parts = []
+    for r in recs:
+        what = r["status"] if r["status"] != "skipped" else "skipped"
+        parts.append("%s %s %s" % (SIDE_TITLE[r["side"]], "%.1fs" % r["wall_s"] if r["wall_s"] is not None else "-", what))
+    print("[%d/%d] %-24s %s" % (pair, args.pairs, w.name, " | ".join(parts)), flush=True)
+    for r in recs:
+        if r["status"] in ("failed", "timeout"):
+            print("#   %s run %d: %s" % (SIDE_TITLE[r["side"]], pair, r["error"]), flush=True)
+            for line in tail(r.get("stderr_tail") or "", 6).splitlines():
+                print("#     " + line[:200], flush=True)
+        elif r["status"] == "skipped" and pair == 1 and r["side"] == "noshim":
+            print("#   skipped: %s" % r["skipped"], flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""torch_item.py: x.item() on a 1-element CUDA tensor, 20,000 times (a 4-byte D2H copy into pageable
+memory and a synchronize each: what a loop that logs a scalar every step pays). Metric: ms for the
+20,000 calls, after 1,000 warm-up calls. Digest: the sum of the values read."""
+import time
+
+import wl
+
+NAME, CALLS, WARMUP = "torch_item", 20000, 1000
+
+torch, dev, sync = wl.torch_or_skip(NAME)
+rep = wl.Report(NAME)
+rep.notes.update(wl.torch_versions(torch))
+x = torch.full((1,), 1.25, device=dev)
+total = 0.0
+for _ in range(WARMUP):
+    total += x.item()
+sync()
+t0 = time.perf_counter()
+for _ in range(CALLS):
+    total += x.item()
+elapsed = time.perf_counter() - t0
+rep.metric("item", "20,000 x .item() of a 1-element CUDA tensor", elapsed * 1e3, "ms", "same")
+rep.part(total)
+rep.emit()

@@ -1,0 +1,45 @@
+"""torch_reuse.py: the same pageable CPU tensors copied .to("cuda") pass after pass (a dataset held
+in memory, weights re-sent): 1000 tensors of 4 KB and 200 tensors of 4 MB, blocking and
+non_blocking=True, and for reference the same copies from pinned tensors (the ceiling). Each
+variant: 3 warm-up passes (the shim registers a buffer at its third copy), then 4 measured passes.
+Metrics: ms per pass (median of the measured passes). Digest: every tensor as it arrived, last pass
+of each variant."""
+import wl
+
+NAME, WARMUP, PASSES = "torch_reuse", 3, 4
+
+torch, dev, sync = wl.torch_or_skip(NAME)
+rep = wl.Report(NAME)
+rep.notes.update(wl.torch_versions(torch))
+
+small_base = torch.arange(1024, dtype=torch.float32)          # 4 KB
+big_base = torch.arange(1000 * 1000, dtype=torch.float32) % 1009  # 4 MB, as tests/gpu/torch_reuse.py
+small = [small_base + i for i in range(1000)]
+big = [big_base + i for i in range(200)]
+
+
+def run(key, label, xs, non_blocking, expect, ref=False):
+    result = []
+
+    def one_pass():
+        result[:] = [x.to(dev, non_blocking=non_blocking) for x in xs]
+
+    times = wl.timed(one_pass, sync, WARMUP + PASSES)[WARMUP:]
+    rep.metric(key, label, wl.median(times) * 1e3, "ms", expect, ref)
+    sums = []
+    for y in result:
+        sums += wl.torch_sums(torch, y)
+    rep.part(key, wl.torch_collect(torch, sums))
+
+
+run("4KB", "1000 x 4 KB pageable .to(cuda), per pass", small, False, "same")
+run("4KB_nb", "1000 x 4 KB pageable .to(cuda, non_blocking), per pass", small, True, "same")
+run("4MB", "200 x 4 MB pageable .to(cuda), per pass", big, False, "faster")
+run("4MB_nb", "200 x 4 MB pageable .to(cuda, non_blocking), per pass", big, True, "faster")
+if not wl.cpu_test_mode():
+    # One pinned allocation per size, cut into views: 1200 separate cudaHostAlloc calls would cost seconds.
+    pinned_small = list(torch.stack(small).pin_memory().unbind(0))
+    run("4KB_pinned", "ref: the 4 KB copies from pinned memory", pinned_small, True, "same", True)
+    pinned_big = list(torch.stack(big).pin_memory().unbind(0))
+    run("4MB_pinned", "ref: the 4 MB copies from pinned memory", pinned_big, True, "same", True)
+rep.emit()

@@ -1,0 +1,148 @@
+"""wl.py: what every workload script of the real-workload suite shares (tests/bench/workloads/README.md).
+
+A workload script measures after warm-up and prints exactly one JSON line on stdout, last:
+  {"workload": NAME, "metrics": [{"key", "label", "unit", "value", "expect", "ref"}, ...],
+   "digest": HEX, "notes": {...}}
+or, when its framework or a GPU is missing, {"workload": NAME, "skipped": REASON} with exit status 0.
+Anything else that goes wrong raises (a traceback, a nonzero exit), which the harness reports as FAIL.
+`expect` says what the shim should do to the metric: "faster" (it has something to speed up),
+"same" (nothing to speed up: it must not slow it down) or "ns" (a per-call cost in ns: the harness
+checks the difference). Every metric is a time: lower is better.
+
+BENCH_WL_CPU=1 runs the PyTorch scripts on the CPU (device "cpu", no pinned memory, no CUDA
+graphs): a check of the scripts' own logic on a machine without a GPU; its numbers mean nothing.
+Standard library only; scripts import their framework themselves, through the helpers here."""
+import hashlib
+import json
+import os
+import sys
+import time
+
+
+class Report:
+    """Collects one run's metrics and the values its digest is made of."""
+
+    def __init__(self, workload):
+        self.workload = workload
+        self.metrics = []
+        self.parts = []
+        self.notes = {}
+
+    def metric(self, key, label, value, unit, expect, ref=False):
+        if expect not in ("faster", "same", "ns"):
+            raise ValueError("expect must be faster, same or ns, not %r" % (expect,))
+        self.metrics.append({"key": key, "label": label, "unit": unit, "value": float(value),
+                             "expect": expect, "ref": bool(ref)})
+
+    def part(self, *values):
+        """Adds exact values (ints, strings, floats: floats by their bits) to the digest."""
+        for v in values:
+            if isinstance(v, float):
+                v = v.hex()
+            elif isinstance(v, (list, tuple)):
+                self.part(*v)
+                continue
+            self.parts.append(str(v))
+
+    def digest(self):
+        h = hashlib.sha256()
+        for p in self.parts:
+            h.update(p.encode())
+            h.update(b"\n")
+        return h.hexdigest()[:24]
+
+    def emit(self):
+        line = {"workload": self.workload, "metrics": self.metrics, "digest": self.digest(),
+                "digest_values": len(self.parts), "notes": self.notes}
+        sys.stdout.flush()
+        print(json.dumps(line, sort_keys=True), flush=True)
+
+
+def skip(workload, reason):
+    """The framework or the GPU is missing: say so in the one JSON line and exit 0."""
+    print(json.dumps({"workload": workload, "skipped": reason}), flush=True)
+    sys.exit(0)
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    if not n:
+        raise ValueError("median of nothing")
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def timed(fn, sync, iters):
+    """Runs fn() iters times, each between two synchronizations; returns the seconds of each."""
+    out = []
+    for _ in range(iters):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def cpu_test_mode():
+    return os.environ.get("BENCH_WL_CPU") == "1"
+
+
+def torch_or_skip(workload):
+    """Imports PyTorch and returns (torch, device, sync); skips when it or a CUDA device is missing."""
+    # Deterministic cuBLAS (no split-K atomics differing between runs); set before CUDA starts.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    try:
+        import torch
+    except ImportError as e:
+        skip(workload, "torch not importable (%s)" % e)
+    if cpu_test_mode():
+        return torch, torch.device("cpu"), (lambda: None)
+    if not torch.cuda.is_available():
+        skip(workload, "torch %s: torch.cuda.is_available() is False" % torch.__version__)
+    torch.cuda.init()
+    return torch, torch.device("cuda", 0), torch.cuda.synchronize
+
+
+def torch_pinned_empty(torch, n, dtype):
+    """A pinned host tensor (a plain one in the CPU test mode, where there is no pinned memory)."""
+    return torch.empty(n, dtype=dtype, pin_memory=not cpu_test_mode())
+
+
+def torch_versions(torch):
+    notes = {"torch": torch.__version__}
+    if not cpu_test_mode():
+        notes["cuda"] = torch.version.cuda
+        notes["gpu"] = torch.cuda.get_device_name(0)
+    return notes
+
+
+def torch_sums(torch, t):
+    """Two exact integers, still on t's device, for t's bytes: the sum of its 32-bit words, and
+    the sum of 1024 block sums each weighted by its position (data in the wrong place changes it).
+    Integer sums are exact and order-free, so a GPU reduction gives the same answer every run."""
+    v = t.detach().contiguous().reshape(-1)
+    w = v.view(torch.int32) if (v.numel() * v.element_size()) % 4 == 0 else v.view(torch.uint8)
+    total = w.sum(dtype=torch.int64)
+    blocks = 1024 if w.numel() % 1024 == 0 else 1
+    per = w.reshape(blocks, -1).sum(dim=1, dtype=torch.int64)
+    weights = torch.arange(1, blocks + 1, dtype=torch.int64, device=w.device)
+    return [total, (per * weights).sum()]
+
+
+def torch_collect(torch, sums):
+    """Brings a list of 0-dim integer tensors to Python ints in one copy."""
+    if not sums:
+        return []
+    return [int(x) for x in torch.stack(sums).cpu().tolist()]
+
+
+def numpy_sums(np, a):
+    """torch_sums for a numpy array (host memory): the same two integers, as Python ints."""
+    v = np.ascontiguousarray(a).reshape(-1)
+    w = v.view(np.uint32) if v.nbytes % 4 == 0 else v.view(np.uint8)
+    total = int(w.sum(dtype=np.uint64))
+    blocks = 1024 if w.size % 1024 == 0 else 1
+    per = w.reshape(blocks, -1).sum(axis=1, dtype=np.uint64)
+    weighted = int((per * np.arange(1, blocks + 1, dtype=np.uint64)).sum(dtype=np.uint64))
+    return [total, weighted]

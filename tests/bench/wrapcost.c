@@ -1,0 +1,68 @@
+/* wrapcost.c: what each call of a well-written program's hot loop costs, the pattern of PyTorch's
+ * .item() on pinned memory (issue #12): a 4-byte cuMemcpyDtoHAsync into pinned memory, then
+ * cuStreamSynchronize, cuEventRecord and cuEventQuery. Prints the median ns per call of each, and of
+ * the whole iteration, over 9 rounds of N iterations; run it with and without the shim side by side
+ * (tests/bench/run_wrapcost.sh). Also the cost of the clocks the shim may read per call.
+ * Usage: wrapcost [N] (default 20000). Build: gcc -O2 -I$CUDA_HOME/include wrapcost.c -ldl */
+#define _GNU_SOURCE
+#include <time.h>
+#include <x86intrin.h>
+
+#include "../progs/testutil.h"
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+#define ROUNDS 9
+#define MEDIAN(label, n, body)                                                                         \
+    do {                                                                                               \
+        double t_[ROUNDS];                                                                             \
+        for (int r_ = 0; r_ < ROUNDS; r_++) {                                                          \
+            double t0_ = now_ns();                                                                     \
+            for (int i_ = 0; i_ < (n); i_++) {                                                         \
+                body;                                                                                  \
+            }                                                                                          \
+            t_[r_] = (now_ns() - t0_) / (n);                                                           \
+        }                                                                                              \
+        qsort(t_, ROUNDS, sizeof *t_, cmp);                                                            \
+        printf("wrapcost %-44s %9.1f ns\n", label, t_[ROUNDS / 2]);                                    \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 20000;
+    struct test_driver d;
+    test_driver_start(&d, "getproc");
+    CUstream s;
+    CUevent e;
+    CUdeviceptr dev;
+    float *pinned;
+    CHECK(d.stream_create(&s, 0));
+    CHECK(d.event_create(&e, CU_EVENT_DISABLE_TIMING));
+    CHECK(d.mem_alloc(&dev, 4096));
+    CHECK(d.host_alloc((void **)&pinned, 4096, 0));
+    struct timespec ts;
+    volatile unsigned long long sink = 0;
+    MEDIAN("clock_gettime(CLOCK_MONOTONIC)", n, clock_gettime(CLOCK_MONOTONIC, &ts); sink += (unsigned long long)ts.tv_nsec);
+    MEDIAN("clock_gettime(CLOCK_MONOTONIC_COARSE)", n, clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); sink += (unsigned long long)ts.tv_nsec);
+    MEDIAN("rdtsc", n, sink += __rdtsc());
+    MEDIAN("4-byte D2H async into pinned + stream sync", n, CHECK(d.dtoh_async(pinned, dev, 4, s)); CHECK(d.stream_sync(s)));
+    MEDIAN("cuStreamSynchronize (idle stream)", n, CHECK(d.stream_sync(s)));
+    MEDIAN("cuEventRecord", n, CHECK(d.event_record(e, s)));
+    MEDIAN("cuEventQuery (done)", n, (void)d.event_query(e));
+    MEDIAN("whole .item() pattern (copy, sync, record, query)", n,
+           CHECK(d.dtoh_async(pinned, dev, 4, s)); CHECK(d.stream_sync(s)); CHECK(d.event_record(e, s));
+           (void)d.event_query(e));
+    (void)sink;
+    return 0;
+}

@@ -1,0 +1,95 @@
+/* attrs.c: what cuPointerGetAttributes and cuPointerGetAttribute say about each kind of memory the
+ * shim classifies (pageable, pinned, registered, managed, device; at the base, inside, just outside,
+ * after a free). Addresses are printed relative to the allocation ("base+N") or the pointer asked
+ * about ("ptr+N"); contexts as current, null or other. */
+#include "conform.h"
+
+static const char *ctx_rel(CUcontext c)
+{
+    return !c ? "null" : c == ctx0 ? "current" : "other";
+}
+
+static void attrs(const char *key, const void *ptr, const void *base)
+{
+    unsigned int type = 0, managed = 0, mapped = 0;
+    int ordinal = -99;
+    CUdeviceptr start = 0, dptr = 0;
+    size_t size = 0;
+    void *hptr = NULL;
+    CUcontext c = NULL;
+    CUpointer_attribute which[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,      CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE,       CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_POINTER,   CU_POINTER_ATTRIBUTE_CONTEXT,
+                                   CU_POINTER_ATTRIBUTE_MAPPED};
+    void *data[] = {&type, &managed, &ordinal, &start, &size, &hptr, &dptr, &c, &mapped};
+    uintptr_t p = (uintptr_t)ptr, b = (uintptr_t)base;
+    CUresult r = ex.ptr_attrs ? ex.ptr_attrs(sizeof which / sizeof which[0], which, data, (CUdeviceptr)p)
+                              : CUDA_ERROR_NOT_FOUND;
+    say(key, "%s; type %u; managed %u; ordinal %d; start %s; size %zu; host %s; device %s; context %s; mapped %u",
+        rcs(r), type, managed & 0xff, ordinal, rel(start, b, "base"), size, rel((uintptr_t)hptr, p, "ptr"),
+        rel(dptr, p, "ptr"), ctx_rel(c), mapped & 0xff);
+
+    /* the single-attribute call, which refuses memory it does not know */
+    char k[128];
+    unsigned int t1 = 0;
+    snprintf(k, sizeof k, "%s.single_type", key);
+    r = ex.ptr_attr ? ex.ptr_attr(&t1, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p) : CUDA_ERROR_NOT_FOUND;
+    say(k, "%s; type %u", rcs(r), t1);
+    void *h1 = NULL;
+    snprintf(k, sizeof k, "%s.single_host_pointer", key);
+    r = ex.ptr_attr ? ex.ptr_attr(&h1, CU_POINTER_ATTRIBUTE_HOST_POINTER, (CUdeviceptr)p) : CUDA_ERROR_NOT_FOUND;
+    say(k, "%s; host %s", rcs(r), rel((uintptr_t)h1, p, "ptr"));
+    CUdeviceptr s1 = 0;
+    snprintf(k, sizeof k, "%s.single_range_start", key);
+    r = ex.ptr_attr ? ex.ptr_attr(&s1, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)p) : CUDA_ERROR_NOT_FOUND;
+    say(k, "%s; start %s", rcs(r), rel(s1, b, "base"));
+}
+
+void case_attrs(void)
+{
+    const size_t n = 64 * 1024;
+    unsigned char *pageable = malloc(n);
+    memset(pageable, 0, n);
+    attrs("pageable", pageable, pageable);
+    attrs("pageable_inside", pageable + 100, pageable);
+
+    void *pinned = NULL;
+    NEED(d.host_alloc(&pinned, 3 * PS + 10, 0));
+    attrs("pinned", pinned, pinned);
+    attrs("pinned_inside", (char *)pinned + 5000, pinned);
+    attrs("pinned_last_byte", (char *)pinned + 3 * PS + 9, pinned);
+
+    unsigned char *h = page_alloc(16 * PS), *r0 = h + 4 * PS;
+    NEED(d.host_register(r0, 8 * PS, 0));
+    attrs("registered", r0, r0);
+    attrs("registered_inside", r0 + 5000, r0);
+    attrs("registered_last_byte", r0 + 8 * PS - 1, r0);
+    attrs("registered_byte_before", r0 - 1, r0);
+    attrs("registered_byte_after", r0 + 8 * PS, r0);
+
+    unsigned char *s0 = h + 13 * PS + 100; /* a sub-page registration: bytes [100, 5100) of page 13 on */
+    CUresult r = d.host_register(s0, 5000, 0);
+    say("register_subpage", "%s", rcs(r));
+    attrs("subpage", s0, s0);
+    attrs("subpage_byte_before_same_page", s0 - 50, s0);
+    attrs("subpage_byte_after_same_page", s0 + 5000 + 10, s0);
+    if (r == CUDA_SUCCESS)
+        NEED(d.host_unregister(s0));
+
+    CUdeviceptr managed = 0, dev = 0, freed = 0;
+    NEED(d.alloc_managed(&managed, n, CU_MEM_ATTACH_GLOBAL));
+    attrs("managed", (void *)(uintptr_t)managed, (void *)(uintptr_t)managed);
+    attrs("managed_inside", (void *)(uintptr_t)(managed + 5000), (void *)(uintptr_t)managed);
+    NEED(d.mem_alloc(&dev, n));
+    attrs("device", (void *)(uintptr_t)dev, (void *)(uintptr_t)dev);
+    attrs("device_inside", (void *)(uintptr_t)(dev + 5000), (void *)(uintptr_t)dev);
+
+    NEED(d.host_unregister(r0));
+    attrs("registered_after_unregister", r0, r0);
+    NEED(d.free_host(pinned));
+    attrs("pinned_after_free", pinned, pinned);
+    NEED(d.mem_alloc(&freed, n));
+    NEED(d.mem_free(freed));
+    attrs("device_after_free", (void *)(uintptr_t)freed, (void *)(uintptr_t)freed);
+}

@@ -1,0 +1,117 @@
+/* streams.c: the ordering the shim must keep when it stages or registers behind the program's back:
+ * event and stream queries before and after completion, the legacy default stream waiting for a
+ * blocking stream (and not for a non-blocking one), the per-thread default stream. No timing: a
+ * gate (a host function that waits) holds a stream; a helper thread opens it after GATE_MS so that
+ * a copy that waits returns "after the gate opened" and one that does not returns "before". */
+#include "conform.h"
+
+#define GATE_MS 300
+#define N (256u * 1024) /* above the shim's staging and registration thresholds in the tiny policy */
+
+static const char *when(struct gate *g)
+{
+    return gate_is_open(g) ? "after_gate" : "before_gate";
+}
+
+void case_streams_events(void)
+{
+    CUstream s;
+    CUevent ev;
+    NEED(d.stream_create(&s, 0));
+    NEED(d.event_create(&ev, 0));
+    say("never_recorded.query", "%s", rcs(d.event_query(ev)));
+    say("idle_stream.query", "%s", rcs(d.stream_query(s)));
+    struct gate g;
+    gate_init(&g);
+    NEED(gate_enqueue(&d, &g, s));
+    CUdeviceptr dev;
+    void *pinned;
+    NEED(d.mem_alloc(&dev, N));
+    NEED(d.host_alloc(&pinned, N, 0));
+    test_fill(pinned, N, 3);
+    say("copy_behind_gate", "%s", rcs(d.htod_async(dev, pinned, N, s)));
+    say("record", "%s", rcs(d.event_record(ev, s)));
+    say("behind_gate.event_query", "%s", rcs(d.event_query(ev)));
+    say("behind_gate.stream_query", "%s", rcs(d.stream_query(s)));
+    gate_open(&g);
+    say("event_sync", "%s", rcs(d.event_sync(ev)));
+    say("done.event_query", "%s", rcs(d.event_query(ev)));
+    say("done.stream_query", "%s", rcs(d.stream_query(s)));
+    say("done.device", "%s", dev_digest(dev, N));
+    /* an event recorded on the legacy stream after a synchronous copy */
+    unsigned char *h = malloc(N);
+    test_fill(h, N, 4);
+    say("sync_copy", "%s", rcs(d.htod(dev, h, N)));
+    say("legacy_record", "%s", rcs(d.event_record(ev, NULL)));
+    say_dev("legacy_event_sync", d.event_sync(ev), dev, N);
+    gate_finish(&g);
+}
+
+/* One check: stream s (blocking or not) holds a gate then writes pattern B into dev; the calling
+ * thread then makes a synchronous pageable copy through `drv` (legacy or per-thread flavour).
+ * Prints whether that copy returned before or after the gate opened, and what it read or what
+ * the device ends up holding. */
+static void ordering(const char *key, struct test_driver *drv, CUstream s, int d2h)
+{
+    CUdeviceptr dev;
+    void *pinned;
+    unsigned char *h = malloc(N);
+    NEED(d.mem_alloc(&dev, N));
+    NEED(d.host_alloc(&pinned, N, 0));
+    dev_fill(dev, N, 10);            /* pattern A */
+    test_fill(pinned, N, 11);        /* pattern B, written by s behind the gate */
+    test_fill(h, N, 12);             /* pattern C, the synchronous H2D's source */
+    struct gate g;
+    gate_init(&g);
+    NEED(gate_enqueue(&d, &g, s));
+    NEED(d.htod_async(dev, pinned, N, s));
+    gate_open_later(&g, GATE_MS);
+    CUresult r = d2h ? drv->dtoh(h, dev, N) : drv->htod(dev, h, N);
+    const char *w = when(&g);
+    /* let the copy's own stream drain before the gate opens early: an H2D from pageable memory may
+     * return while its DMA still runs, and must not race with s's write */
+    CUresult rs = drv->stream_sync(drv == &pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY);
+    gate_finish(&g);
+    NEED(d.stream_sync(s));
+    NEED(d.ctx_sync());
+    unsigned char *a = malloc(N), *b = malloc(N), *c = malloc(N), *now = malloc(N);
+    test_fill(a, N, 10);
+    test_fill(b, N, 11);
+    test_fill(c, N, 12);
+    const char *what;
+    if (d2h) { /* what the copy read: A (it ran before s's write) or B (after) */
+        what = !memcmp(h, b, N) ? "read_B_written_by_s" : !memcmp(h, a, N) ? "read_A_from_before_s" : "read_other";
+    } else { /* what the device holds: C (the copy ran after s's write) or B (before) */
+        NEED(d.dtoh(now, dev, N));
+        what = !memcmp(now, c, N)   ? "device_has_C_copy_ran_last"
+               : !memcmp(now, b, N) ? "device_has_B_copy_ran_first"
+                                    : "device_has_other";
+    }
+    say(key, "%s; returned %s; own stream sync %s; %s", rcs(r), w, rcs(rs), what);
+    free(a), free(b), free(c), free(now), free(h);
+    NEED(d.free_host(pinned));
+    NEED(d.mem_free(dev));
+}
+
+void case_streams_legacy(void)
+{
+    CUstream blocking, nonblocking;
+    NEED(d.stream_create(&blocking, 0));
+    NEED(d.stream_create(&nonblocking, CU_STREAM_NON_BLOCKING));
+    ordering("blocking.sync_d2h", &d, blocking, 1);
+    ordering("blocking.sync_h2d", &d, blocking, 0);
+    ordering("nonblocking.sync_d2h", &d, nonblocking, 1);
+    ordering("nonblocking.sync_h2d", &d, nonblocking, 0);
+}
+
+void case_streams_ptds(void)
+{
+    CUstream blocking;
+    NEED(d.stream_create(&blocking, 0));
+    /* the per-thread default stream does not wait for other blocking streams */
+    ordering("ptds_copy_after_blocking.sync_d2h", &pt, blocking, 1);
+    ordering("ptds_copy_after_blocking.sync_h2d", &pt, blocking, 0);
+    /* work on the per-thread stream, then a legacy-stream copy: the legacy stream waits for it */
+    ordering("legacy_copy_after_ptds.sync_d2h", &d, CU_STREAM_PER_THREAD, 1);
+    ordering("legacy_copy_after_ptds.sync_h2d", &d, CU_STREAM_PER_THREAD, 0);
+}
