@@ -3,6 +3,7 @@
  * inside a byte budget. New bytes are always written (or known zero) before anything reads them,
  * and the CPU touches pinned or registered memory only after its copies are synchronized. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -273,7 +274,7 @@ void op_munmap_part(void)
     }
     unregister_own(b);
     int r = munmap(b->p + lo * FZ_PAGE, (hi - lo) * FZ_PAGE);
-    say("munmap h%d pages [%zu,%zu) of %zu -> %d", b->id, lo, hi, pages, r);
+    say("munmap h%d pages [%zu,%zu) of %zu -> %d%s%s", b->id, lo, hi, pages, r, r ? " " : "", r ? strerror(errno) : "");
     if (r != 0)
         return;
     unsigned char *tail = b->p + hi * FZ_PAGE;
@@ -316,9 +317,11 @@ void op_mremap(void)
         n = rnd_range(1, b->n / FZ_PAGE) * FZ_PAGE;
     unregister_own(b);
     void *p = mremap(b->p, b->n, n, MREMAP_MAYMOVE);
-    say("mremap h%d n=%zu->%zu%s", b->id, b->n, n, p == MAP_FAILED ? " failed" : "");
-    if (p == MAP_FAILED)
+    if (p == MAP_FAILED) {
+        say("mremap h%d n=%zu->%zu failed: %s", b->id, b->n, n, strerror(errno));
         return;
+    }
+    say("mremap h%d n=%zu->%zu", b->id, b->n, n);
     F.host_bytes = F.host_bytes - b->n + n; /* pages past the old end are new zero pages */
     b->p = p;
     b->n = n;
@@ -338,8 +341,9 @@ void op_madvise(void)
     if (!b)
         return;
     size_t pages = b->n / FZ_PAGE, lo = rnd(pages), hi = chance(40) ? pages : rnd_range(lo + 1, pages);
-    say("madvise h%d pages [%zu,%zu) of %zu dontneed -> %d", b->id, lo, hi, pages,
-        madvise(b->p + lo * FZ_PAGE, (hi - lo) * FZ_PAGE, MADV_DONTNEED));
+    int r = madvise(b->p + lo * FZ_PAGE, (hi - lo) * FZ_PAGE, MADV_DONTNEED);
+    say("madvise h%d pages [%zu,%zu) of %zu dontneed -> %d%s%s", b->id, lo, hi, pages, r, r ? " " : "",
+        r ? strerror(errno) : "");
     touch_host(b);
 }
 
