@@ -69,6 +69,14 @@ $(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST
 	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl $(if $(findstring _linked,$*),$(PROG_LINK_linked)) \
 	    $(if $(filter dlnext,$*),$(PROG_LINK_dlnext)) $(if $(filter logprog,$*),-rdynamic)
 
+# The differential fuzzer (tests/fuzz): one program from several files; it finds the driver at run
+# time, so the same binary runs on the fake and on a real driver.
+FUZZ_SRC  := $(wildcard tests/fuzz/*.c)
+FUZZ_PROG := $(BUILD)/tests/fuzzprog
+$(FUZZ_PROG): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) tests/progs/testutil.h
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) -Wshadow -Wmissing-prototypes $(FUZZ_SRC) -o $@ -ldl
+
 $(BUILD)/tests/lib%.so: tests/progs/lib/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include $< -o $@ -ldl
@@ -80,7 +88,7 @@ $(CONF): $(CONF_SRC) tests/conformance/conform.h tests/progs/testutil.h
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Itests/conformance $(CONF_SRC) -o $@ -ldl
 
-test-build: all $(FAKE_LIB) $(PROGS) $(TEST_LIBS) $(CONF)
+test-build: all $(FAKE_LIB) $(PROGS) $(TEST_LIBS) $(CONF) $(FUZZ_PROG)
 
 deps:
 	CC="$(CC)" CUDA_HOME="$(CUDA_HOME)" sh scripts/install-deps.sh build

@@ -1,0 +1,63 @@
+#!/usr/bin/env bats
+# Differential fuzzing (tests/fuzz): seeded random programs of host allocations, copies through every
+# entry point and synchronizations print the same return codes and the same hashes of the bytes they
+# read back with and without the shim. Fixed seeds, about 300 operations each, under a minute in all.
+load common
+
+# fuzz NAME RUN.SH-ARGS...: runs tests/fuzz/run.sh on the fake driver, outputs under $WORK/NAME;
+# its report in $WORK/NAME.log (printed, so a failing test shows the first differing line).
+fuzz() {
+    local name="$1"
+    shift
+    set +e
+    "$ROOT/tests/fuzz/run.sh" --driver fake --out "$WORK/$name" "$@" >"$WORK/$name.log" 2>&1
+    echo $? >"$WORK/$name.rc"
+    set -e
+    cat "$WORK/$name.log"
+}
+
+@test "fuzzer: the same seed prints the same lines twice without the shim" {
+    fuzz twice --policies none --twice --keep-all 101-103
+    [ "$(cat "$WORK/twice.rc")" = 0 ]
+    grep -q '^fuzz: driver fake, 3 seeds' "$WORK/twice.log"
+    grep -q '^fuzz: seed 101 ops 300 ' "$WORK/twice/seed101.plain.out"
+}
+
+@test "fuzzer: a different return code with the shim is reported with its seed and line, status 1" {
+    # only the runs with the shim get FAKECUDA_FAIL: the program's own cuMemHostRegister fails there
+    fuzz broken --policies default --with-env FAKECUDA_FAIL=register 3
+    [ "$(cat "$WORK/broken.rc")" = 1 ]
+    grep -q '^DIVERGENCE seed 3 policy default line ' "$WORK/broken.log"
+    grep -Eq '^  without shim: [0-9]+ register h[0-9]+ .* -> 0$' "$WORK/broken.log"
+    grep -Eq '^  with shim: +[0-9]+ register h[0-9]+ .* -> 2$' "$WORK/broken.log"
+}
+
+@test "default policy: 6 seeds, identical with and without the shim" {
+    fuzz default --policies default 1-3 5-7
+    [ "$(cat "$WORK/default.rc")" = 0 ]
+    grep -q ' 6 seeds .* 0 divergences, 0 broken' "$WORK/default.log"
+}
+
+# Seeds whose copies started inside a neighbour's registration (or ran past the end of their own,
+# cut short by a neighbour's) with the shim before issue #10's fix: each failed in 4 runs of 4.
+@test "aggressive policy (stage and register everything, small pool and budget): 6 seeds identical" {
+    fuzz aggressive --policies aggressive 16 19 21 26 33 38
+    [ "$(cat "$WORK/aggressive.rc")" = 0 ]
+    grep -q ' 6 seeds .* 0 divergences, 0 broken' "$WORK/aggressive.log"
+}
+
+# Seeds 24 and 25 stage a D2H copy into an anonymous mapping, then mremap it: the shim's huge-page
+# advice (stage_hugepages) on the mapping's 2 MiB-aligned interior splits it into several kernel
+# mappings, and mremap of the whole range fails with EFAULT where it succeeds without the shim.
+@test "a mapping a staged copy wrote into can still be mremapped (seeds 24, 25)" {
+    skip "stage_hugepages splits the mapping: mremap fails with EFAULT (found by the fuzzer, reported)"
+    fuzz mremap 24 25
+    [ "$(cat "$WORK/mremap.rc")" = 0 ]
+    grep -q ' 2 seeds .* 0 divergences, 0 broken' "$WORK/mremap.log"
+}
+
+@test "no heap neighbours (every heap block padded with a page each side), both policies: 10 seeds identical" {
+    fuzz isolate --fuzz-args --isolate 11-20
+    [ "$(cat "$WORK/isolate.rc")" = 0 ]
+    grep -q " 10 seeds .* 0 divergences, 0 broken" "$WORK/isolate.log"
+}
