@@ -47,10 +47,10 @@ fuzz() {
 }
 
 # Seeds 24 and 25 stage a D2H copy into an anonymous mapping, then mremap it: the shim's huge-page
-# advice (stage_hugepages) on the mapping's 2 MiB-aligned interior splits it into several kernel
-# mappings, and mremap of the whole range fails with EFAULT where it succeeds without the shim.
+# advice (stage_hugepages) on the mapping's 2 MiB-aligned interior split it into several kernel
+# mappings, and mremap of the whole range failed with EFAULT where it succeeds without the shim.
+# stage_hugepages is off by default since; with it on this still fails (documented in README).
 @test "a mapping a staged copy wrote into can still be mremapped (seeds 24, 25)" {
-    skip "stage_hugepages splits the mapping: mremap fails with EFAULT (found by the fuzzer, reported)"
     fuzz mremap 24 25
     [ "$(cat "$WORK/mremap.rc")" = 0 ]
     grep -q ' 2 seeds .* 0 divergences, 0 broken' "$WORK/mremap.log"
