@@ -124,117 +124,44 @@ static fk_xfer xfer1d(uintptr_t dst, uintptr_t src, size_t n)
 
 /* ---- 1D copies ------------------------------------------------------------------------------- */
 
-FK_ENTRY(cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount))
+static CUresult copy1d(CUdeviceptr dst, CUdeviceptr src, size_t n, int dside, int sside, CUstream h, int pt,
+                       int async)
 {
-  FK_COUNT(cuMemcpy);
-  fk_xfer x = xfer1d(dst, src, ByteCount);
-  return run_copy(&x, SIDE_ANY, SIDE_ANY, NULL, 0, 0);
+  fk_xfer x = xfer1d(dst, src, n);
+  return run_copy(&x, dside, sside, h, pt, async);
 }
 
-FK_ENTRY(cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount))
-{
-  FK_COUNT(cuMemcpy_ptds);
-  fk_xfer x = xfer1d(dst, src, ByteCount);
-  return run_copy(&x, SIDE_ANY, SIDE_ANY, NULL, 1, 0);
-}
+FK_ENTRY_PT(cuMemcpy, cuMemcpy_ptds,
+            (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount),
+            copy1d(dst, src, ByteCount, SIDE_ANY, SIDE_ANY, NULL, pt, 0))
 
-FK_ENTRY(cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyAsync);
-  fk_xfer x = xfer1d(dst, src, ByteCount);
-  return run_copy(&x, SIDE_ANY, SIDE_ANY, hStream, 0, 1);
-}
+FK_ENTRY_PT(cuMemcpyAsync, cuMemcpyAsync_ptsz,
+            (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
+            copy1d(dst, src, ByteCount, SIDE_ANY, SIDE_ANY, hStream, pt, 1))
 
-FK_ENTRY(cuMemcpyAsync_ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyAsync_ptsz);
-  fk_xfer x = xfer1d(dst, src, ByteCount);
-  return run_copy(&x, SIDE_ANY, SIDE_ANY, hStream, 1, 1);
-}
+FK_ENTRY_PT(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds,
+            (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount),
+            copy1d(dstDevice, P(srcHost), ByteCount, SIDE_DEVICE, SIDE_HOST, NULL, pt, 0))
 
-FK_ENTRY(cuMemcpyHtoD_v2, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount))
-{
-  FK_COUNT(cuMemcpyHtoD_v2);
-  fk_xfer x = xfer1d(dstDevice, P(srcHost), ByteCount);
-  return run_copy(&x, SIDE_DEVICE, SIDE_HOST, NULL, 0, 0);
-}
+FK_ENTRY_PT(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds,
+            (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount),
+            copy1d(P(dstHost), srcDevice, ByteCount, SIDE_HOST, SIDE_DEVICE, NULL, pt, 0))
 
-FK_ENTRY(cuMemcpyHtoD_v2_ptds, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount))
-{
-  FK_COUNT(cuMemcpyHtoD_v2_ptds);
-  fk_xfer x = xfer1d(dstDevice, P(srcHost), ByteCount);
-  return run_copy(&x, SIDE_DEVICE, SIDE_HOST, NULL, 1, 0);
-}
+FK_ENTRY_PT(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds,
+            (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount),
+            copy1d(dstDevice, srcDevice, ByteCount, SIDE_DEVICE, SIDE_DEVICE, NULL, pt, 0))
 
-FK_ENTRY(cuMemcpyDtoH_v2, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount))
-{
-  FK_COUNT(cuMemcpyDtoH_v2);
-  fk_xfer x = xfer1d(P(dstHost), srcDevice, ByteCount);
-  return run_copy(&x, SIDE_HOST, SIDE_DEVICE, NULL, 0, 0);
-}
+FK_ENTRY_PT(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz,
+            (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),
+            copy1d(dstDevice, P(srcHost), ByteCount, SIDE_DEVICE, SIDE_HOST, hStream, pt, 1))
 
-FK_ENTRY(cuMemcpyDtoH_v2_ptds, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount))
-{
-  FK_COUNT(cuMemcpyDtoH_v2_ptds);
-  fk_xfer x = xfer1d(P(dstHost), srcDevice, ByteCount);
-  return run_copy(&x, SIDE_HOST, SIDE_DEVICE, NULL, 1, 0);
-}
+FK_ENTRY_PT(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz,
+            (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+            copy1d(P(dstHost), srcDevice, ByteCount, SIDE_HOST, SIDE_DEVICE, hStream, pt, 1))
 
-FK_ENTRY(cuMemcpyDtoD_v2, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount))
-{
-  FK_COUNT(cuMemcpyDtoD_v2);
-  fk_xfer x = xfer1d(dstDevice, srcDevice, ByteCount);
-  return run_copy(&x, SIDE_DEVICE, SIDE_DEVICE, NULL, 0, 0);
-}
-
-FK_ENTRY(cuMemcpyDtoD_v2_ptds, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount))
-{
-  FK_COUNT(cuMemcpyDtoD_v2_ptds);
-  fk_xfer x = xfer1d(dstDevice, srcDevice, ByteCount);
-  return run_copy(&x, SIDE_DEVICE, SIDE_DEVICE, NULL, 1, 0);
-}
-
-FK_ENTRY(cuMemcpyHtoDAsync_v2, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyHtoDAsync_v2);
-  fk_xfer x = xfer1d(dstDevice, P(srcHost), ByteCount);
-  return run_copy(&x, SIDE_DEVICE, SIDE_HOST, hStream, 0, 1);
-}
-
-FK_ENTRY(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyHtoDAsync_v2_ptsz);
-  fk_xfer x = xfer1d(dstDevice, P(srcHost), ByteCount);
-  return run_copy(&x, SIDE_DEVICE, SIDE_HOST, hStream, 1, 1);
-}
-
-FK_ENTRY(cuMemcpyDtoHAsync_v2, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyDtoHAsync_v2);
-  fk_xfer x = xfer1d(P(dstHost), srcDevice, ByteCount);
-  return run_copy(&x, SIDE_HOST, SIDE_DEVICE, hStream, 0, 1);
-}
-
-FK_ENTRY(cuMemcpyDtoHAsync_v2_ptsz, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyDtoHAsync_v2_ptsz);
-  fk_xfer x = xfer1d(P(dstHost), srcDevice, ByteCount);
-  return run_copy(&x, SIDE_HOST, SIDE_DEVICE, hStream, 1, 1);
-}
-
-FK_ENTRY(cuMemcpyDtoDAsync_v2, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyDtoDAsync_v2);
-  fk_xfer x = xfer1d(dstDevice, srcDevice, ByteCount);
-  return run_copy(&x, SIDE_DEVICE, SIDE_DEVICE, hStream, 0, 1);
-}
-
-FK_ENTRY(cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyDtoDAsync_v2_ptsz);
-  fk_xfer x = xfer1d(dstDevice, srcDevice, ByteCount);
-  return run_copy(&x, SIDE_DEVICE, SIDE_DEVICE, hStream, 1, 1);
-}
+FK_ENTRY_PT(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz,
+            (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+            copy1d(dstDevice, srcDevice, ByteCount, SIDE_DEVICE, SIDE_DEVICE, hStream, pt, 1))
 
 /* ---- peer copies: D2D between contexts ----------------------------------------------------- */
 
@@ -249,37 +176,16 @@ static CUresult peer_copy(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUco
   pthread_mutex_unlock(&fk_lock);
   if (!ok)
     return CUDA_ERROR_INVALID_CONTEXT;
-  fk_xfer x = xfer1d(dst, src, n);
-  return run_copy(&x, SIDE_DEVICE, SIDE_DEVICE, h, pt, async);
+  return copy1d(dst, src, n, SIDE_DEVICE, SIDE_DEVICE, h, pt, async);
 }
 
-FK_ENTRY(cuMemcpyPeer, (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,
-                        size_t ByteCount))
-{
-  FK_COUNT(cuMemcpyPeer);
-  return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, 0, 0);
-}
+FK_ENTRY_PT(cuMemcpyPeer, cuMemcpyPeer_ptds,
+            (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount),
+            peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, pt, 0))
 
-FK_ENTRY(cuMemcpyPeer_ptds, (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                             CUcontext srcContext, size_t ByteCount))
-{
-  FK_COUNT(cuMemcpyPeer_ptds);
-  return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, 1, 0);
-}
-
-FK_ENTRY(cuMemcpyPeerAsync, (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                             CUcontext srcContext, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyPeerAsync);
-  return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, 0, 1);
-}
-
-FK_ENTRY(cuMemcpyPeerAsync_ptsz, (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
-                                  CUcontext srcContext, size_t ByteCount, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyPeerAsync_ptsz);
-  return peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, 1, 1);
-}
+FK_ENTRY_PT(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
+            (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream),
+            peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, pt, 1))
 
 /* ---- 2D and 3D copies ---------------------------------------------------------------------- */
 
@@ -373,65 +279,21 @@ static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, int pt, int async)
   return r ? r : run_copy(&x, ds, ss, h, pt, async);
 }
 
-FK_ENTRY(cuMemcpy2D_v2, (const CUDA_MEMCPY2D *pCopy))
-{
-  FK_COUNT(cuMemcpy2D_v2);
-  return copy2d(pCopy, NULL, 0, 0);
-}
+FK_ENTRY_PT(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *pCopy), copy2d(pCopy, NULL, pt, 0))
 
-FK_ENTRY(cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *pCopy))
-{
-  FK_COUNT(cuMemcpy2D_v2_ptds);
-  return copy2d(pCopy, NULL, 1, 0);
-}
+FK_ENTRY_PT(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds,
+            (const CUDA_MEMCPY2D *pCopy),
+            copy2d(pCopy, NULL, pt, 0))
 
-FK_ENTRY(cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *pCopy))
-{
-  FK_COUNT(cuMemcpy2DUnaligned_v2);
-  return copy2d(pCopy, NULL, 0, 0);
-}
+FK_ENTRY_PT(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz,
+            (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
+            copy2d(pCopy, hStream, pt, 1))
 
-FK_ENTRY(cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *pCopy))
-{
-  FK_COUNT(cuMemcpy2DUnaligned_v2_ptds);
-  return copy2d(pCopy, NULL, 1, 0);
-}
+FK_ENTRY_PT(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *pCopy), copy3d(pCopy, NULL, pt, 0))
 
-FK_ENTRY(cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream))
-{
-  FK_COUNT(cuMemcpy2DAsync_v2);
-  return copy2d(pCopy, hStream, 0, 1);
-}
-
-FK_ENTRY(cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *pCopy, CUstream hStream))
-{
-  FK_COUNT(cuMemcpy2DAsync_v2_ptsz);
-  return copy2d(pCopy, hStream, 1, 1);
-}
-
-FK_ENTRY(cuMemcpy3D_v2, (const CUDA_MEMCPY3D *pCopy))
-{
-  FK_COUNT(cuMemcpy3D_v2);
-  return copy3d(pCopy, NULL, 0, 0);
-}
-
-FK_ENTRY(cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *pCopy))
-{
-  FK_COUNT(cuMemcpy3D_v2_ptds);
-  return copy3d(pCopy, NULL, 1, 0);
-}
-
-FK_ENTRY(cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *pCopy, CUstream hStream))
-{
-  FK_COUNT(cuMemcpy3DAsync_v2);
-  return copy3d(pCopy, hStream, 0, 1);
-}
-
-FK_ENTRY(cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *pCopy, CUstream hStream))
-{
-  FK_COUNT(cuMemcpy3DAsync_v2_ptsz);
-  return copy3d(pCopy, hStream, 1, 1);
-}
+FK_ENTRY_PT(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
+            (const CUDA_MEMCPY3D *pCopy, CUstream hStream),
+            copy3d(pCopy, hStream, pt, 1))
 
 /* ---- batch copies ------------------------------------------------------------------------------ */
 
@@ -492,36 +354,13 @@ static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_
   return fk_ticket_wait(&t);
 }
 
-FK_ENTRY(cuMemcpyBatchAsync, (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                              CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
-                              CUstream hStream))
-{
-  FK_COUNT(cuMemcpyBatchAsync);
-  return batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream, 0);
-}
+FK_ENTRY_PT(cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz,
+            (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx, CUstream hStream),
+            batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream, pt))
 
-FK_ENTRY(cuMemcpyBatchAsync_ptsz, (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                                   CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                                   size_t *failIdx, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyBatchAsync_ptsz);
-  return batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream, 1);
-}
-
-FK_ENTRY(cuMemcpyBatchAsync_v2, (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                                 CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream))
-{
-  FK_COUNT(cuMemcpyBatchAsync_v2);
-  return batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream, 0);
-}
-
-FK_ENTRY(cuMemcpyBatchAsync_v2_ptsz, (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                                      CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                                      CUstream hStream))
-{
-  FK_COUNT(cuMemcpyBatchAsync_v2_ptsz);
-  return batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream, 1);
-}
+FK_ENTRY_PT(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
+            (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, CUstream hStream),
+            batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream, pt))
 
 /* ---- memset ------------------------------------------------------------------------------------- */
 
@@ -549,26 +388,10 @@ static CUresult memset_d8(CUdeviceptr dst, unsigned char uc, size_t n, CUstream 
   return async ? CUDA_SUCCESS : fk_ticket_wait(&t);
 }
 
-FK_ENTRY(cuMemsetD8_v2, (CUdeviceptr dstDevice, unsigned char uc, size_t N))
-{
-  FK_COUNT(cuMemsetD8_v2);
-  return memset_d8(dstDevice, uc, N, NULL, 0, 0);
-}
+FK_ENTRY_PT(cuMemsetD8_v2, cuMemsetD8_v2_ptds,
+            (CUdeviceptr dstDevice, unsigned char uc, size_t N),
+            memset_d8(dstDevice, uc, N, NULL, pt, 0))
 
-FK_ENTRY(cuMemsetD8_v2_ptds, (CUdeviceptr dstDevice, unsigned char uc, size_t N))
-{
-  FK_COUNT(cuMemsetD8_v2_ptds);
-  return memset_d8(dstDevice, uc, N, NULL, 1, 0);
-}
-
-FK_ENTRY(cuMemsetD8Async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream))
-{
-  FK_COUNT(cuMemsetD8Async);
-  return memset_d8(dstDevice, uc, N, hStream, 0, 1);
-}
-
-FK_ENTRY(cuMemsetD8Async_ptsz, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream))
-{
-  FK_COUNT(cuMemsetD8Async_ptsz);
-  return memset_d8(dstDevice, uc, N, hStream, 1, 1);
-}
+FK_ENTRY_PT(cuMemsetD8Async, cuMemsetD8Async_ptsz,
+            (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),
+            memset_d8(dstDevice, uc, N, hStream, pt, 1))

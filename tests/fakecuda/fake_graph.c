@@ -153,17 +153,9 @@ static CUresult begin_capture(CUstream h, CUstreamCaptureMode mode, int pt)
   return r;
 }
 
-FK_ENTRY(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode))
-{
-  FK_COUNT(cuStreamBeginCapture_v2);
-  return begin_capture(hStream, mode, 0);
-}
-
-FK_ENTRY(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode))
-{
-  FK_COUNT(cuStreamBeginCapture_v2_ptsz);
-  return begin_capture(hStream, mode, 1);
-}
+FK_ENTRY_PT(cuStreamBeginCapture_v2, cuStreamBeginCapture_v2_ptsz,
+            (CUstream hStream, CUstreamCaptureMode mode),
+            begin_capture(hStream, mode, pt))
 
 static CUresult end_capture(CUstream h, CUgraph *pg, int pt)
 {
@@ -196,17 +188,9 @@ static CUresult end_capture(CUstream h, CUgraph *pg, int pt)
   return r;
 }
 
-FK_ENTRY(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph))
-{
-  FK_COUNT(cuStreamEndCapture);
-  return end_capture(hStream, phGraph, 0);
-}
-
-FK_ENTRY(cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph *phGraph))
-{
-  FK_COUNT(cuStreamEndCapture_ptsz);
-  return end_capture(hStream, phGraph, 1);
-}
+FK_ENTRY_PT(cuStreamEndCapture, cuStreamEndCapture_ptsz,
+            (CUstream hStream, CUgraph *phGraph),
+            end_capture(hStream, phGraph, pt))
 
 static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st, int pt)
 {
@@ -227,17 +211,9 @@ static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st, int pt)
   return r;
 }
 
-FK_ENTRY(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus))
-{
-  FK_COUNT(cuStreamIsCapturing);
-  return is_capturing(hStream, captureStatus, 0);
-}
-
-FK_ENTRY(cuStreamIsCapturing_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus))
-{
-  FK_COUNT(cuStreamIsCapturing_ptsz);
-  return is_capturing(hStream, captureStatus, 1);
-}
+FK_ENTRY_PT(cuStreamIsCapturing, cuStreamIsCapturing_ptsz,
+            (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+            is_capturing(hStream, captureStatus, pt))
 
 FK_ENTRY(cuGraphInstantiateWithFlags, (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags))
 {
@@ -296,17 +272,9 @@ static CUresult graph_launch(CUgraphExec h, CUstream hs, int pt)
   return r;
 }
 
-FK_ENTRY(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream))
-{
-  FK_COUNT(cuGraphLaunch);
-  return graph_launch(hGraphExec, hStream, 0);
-}
-
-FK_ENTRY(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream))
-{
-  FK_COUNT(cuGraphLaunch_ptsz);
-  return graph_launch(hGraphExec, hStream, 1);
-}
+FK_ENTRY_PT(cuGraphLaunch, cuGraphLaunch_ptsz,
+            (CUgraphExec hGraphExec, CUstream hStream),
+            graph_launch(hGraphExec, hStream, pt))
 
 static CUresult graph_destroy(void *h, int type)
 {

@@ -26,14 +26,31 @@ enum fk_sym_id {
   FK_NSYMS
 };
 extern unsigned long fk_calls[FK_NSYMS];
-#define FK_COUNT(sym) __atomic_fetch_add(&fk_calls[FK_ID_##sym], 1, __ATOMIC_RELAXED)
+#define FK_COUNT(sym) FK_COUNT_ID_(FK_ID_##sym)
+#define FK_COUNT_ID_(id) __atomic_fetch_add(&fk_calls[id], 1, __ATOMIC_RELAXED)
 
 /* Defines the exported entry point `sym` under the internal C name fk_<sym>; the asm label gives
  * it the exact libcuda symbol name, even where cuda.h #defines `sym` to something else.
- * The body must start with FK_COUNT(sym). Entry points never call other entry points. */
-#define FK_ENTRY(sym, params)                                                       \
-  __attribute__((visibility("default"))) CUresult fk_##sym params __asm__(#sym); \
-  __attribute__((visibility("default"))) CUresult fk_##sym params
+ * The body must start with FK_COUNT(sym). Entry points never call other entry points.
+ * (`sym` is only ever pasted or stringized, never passed on, so cuda.h's #defines never expand it.) */
+#define FK_ENTRY(sym, params) FK_ENTRY_AS_(fk_##sym, #sym, params)
+#define FK_ENTRY_AS_(fn, name, params)                                         \
+  __attribute__((visibility("default"))) CUresult fn params __asm__(name); \
+  __attribute__((visibility("default"))) CUresult fn params
+
+/* An entry point and its per-thread default stream variant `ptsym` (its _ptds/_ptsz symbol), whose
+ * bodies differ only in their call count and in `pt`: each counts its call and returns `call`, an
+ * expression that uses `pt`, which is 0 in `sym` and 1 in `ptsym`. */
+#define FK_ENTRY_PT(sym, ptsym, params, call)                    \
+  FK_ENTRY_PT_(fk_##sym, #sym, FK_ID_##sym, 0, params, call)     \
+  FK_ENTRY_PT_(fk_##ptsym, #ptsym, FK_ID_##ptsym, 1, params, call)
+#define FK_ENTRY_PT_(fn, name, id, ptval, params, call) \
+  FK_ENTRY_AS_(fn, name, params)                        \
+  {                                                     \
+    FK_COUNT_ID_(id);                                   \
+    const int pt = ptval;                               \
+    return call;                                        \
+  }
 
 /* ---- Configuration (read once by cuInit) ----------------------------------------------------- */
 

@@ -532,17 +532,7 @@ static CUresult stream_sync(CUstream h, int pt)
   return r ? r : fk_ticket_wait(&t);
 }
 
-FK_ENTRY(cuStreamSynchronize, (CUstream hStream))
-{
-  FK_COUNT(cuStreamSynchronize);
-  return stream_sync(hStream, 0);
-}
-
-FK_ENTRY(cuStreamSynchronize_ptsz, (CUstream hStream))
-{
-  FK_COUNT(cuStreamSynchronize_ptsz);
-  return stream_sync(hStream, 1);
-}
+FK_ENTRY_PT(cuStreamSynchronize, cuStreamSynchronize_ptsz, (CUstream hStream), stream_sync(hStream, pt))
 
 static CUresult stream_query(CUstream h, int pt)
 {
@@ -567,17 +557,7 @@ static CUresult stream_query(CUstream h, int pt)
   return r;
 }
 
-FK_ENTRY(cuStreamQuery, (CUstream hStream))
-{
-  FK_COUNT(cuStreamQuery);
-  return stream_query(hStream, 0);
-}
-
-FK_ENTRY(cuStreamQuery_ptsz, (CUstream hStream))
-{
-  FK_COUNT(cuStreamQuery_ptsz);
-  return stream_query(hStream, 1);
-}
+FK_ENTRY_PT(cuStreamQuery, cuStreamQuery_ptsz, (CUstream hStream), stream_query(hStream, pt))
 
 /* ---- events ------------------------------------------------------------------------------------ */
 
@@ -677,33 +657,11 @@ static CUresult event_record(CUevent hEvent, CUstream h, int pt)
   return r;
 }
 
-FK_ENTRY(cuEventRecord, (CUevent hEvent, CUstream hStream))
-{
-  FK_COUNT(cuEventRecord);
-  return event_record(hEvent, hStream, 0);
-}
+FK_ENTRY_PT(cuEventRecord, cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream), event_record(hEvent, hStream, pt))
 
-FK_ENTRY(cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream))
-{
-  FK_COUNT(cuEventRecord_ptsz);
-  return event_record(hEvent, hStream, 1);
-}
-
-FK_ENTRY(cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags))
-{
-  FK_COUNT(cuEventRecordWithFlags);
-  if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
-    return CUDA_ERROR_INVALID_VALUE;
-  return event_record(hEvent, hStream, 0);
-}
-
-FK_ENTRY(cuEventRecordWithFlags_ptsz, (CUevent hEvent, CUstream hStream, unsigned int flags))
-{
-  FK_COUNT(cuEventRecordWithFlags_ptsz);
-  if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
-    return CUDA_ERROR_INVALID_VALUE;
-  return event_record(hEvent, hStream, 1);
-}
+FK_ENTRY_PT(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz,
+            (CUevent hEvent, CUstream hStream, unsigned int flags),
+            (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) ? CUDA_ERROR_INVALID_VALUE : event_record(hEvent, hStream, pt))
 
 FK_ENTRY(cuEventQuery, (CUevent hEvent))
 {
@@ -812,17 +770,9 @@ static CUresult stream_wait_event(CUstream h, CUevent hEvent, unsigned int flags
   return r;
 }
 
-FK_ENTRY(cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags))
-{
-  FK_COUNT(cuStreamWaitEvent);
-  return stream_wait_event(hStream, hEvent, Flags, 0);
-}
-
-FK_ENTRY(cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsigned int Flags))
-{
-  FK_COUNT(cuStreamWaitEvent_ptsz);
-  return stream_wait_event(hStream, hEvent, Flags, 1);
-}
+FK_ENTRY_PT(cuStreamWaitEvent, cuStreamWaitEvent_ptsz,
+            (CUstream hStream, CUevent hEvent, unsigned int Flags),
+            stream_wait_event(hStream, hEvent, Flags, pt))
 
 /* ---- host functions and write-value ------------------------------------------------------------ */
 
@@ -844,17 +794,9 @@ static CUresult launch_host_func(CUstream h, CUhostFn fn, void *data, int pt)
   return r;
 }
 
-FK_ENTRY(cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData))
-{
-  FK_COUNT(cuLaunchHostFunc);
-  return launch_host_func(hStream, fn, userData, 0);
-}
-
-FK_ENTRY(cuLaunchHostFunc_ptsz, (CUstream hStream, CUhostFn fn, void *userData))
-{
-  FK_COUNT(cuLaunchHostFunc_ptsz);
-  return launch_host_func(hStream, fn, userData, 1);
-}
+FK_ENTRY_PT(cuLaunchHostFunc, cuLaunchHostFunc_ptsz,
+            (CUstream hStream, CUhostFn fn, void *userData),
+            launch_host_func(hStream, fn, userData, pt))
 
 /* Writes `value` to addr (device memory, or pinned/registered host memory by either of its
  * addresses) in stream order, with a release store. */
@@ -880,26 +822,10 @@ static CUresult write_value32(CUstream h, CUdeviceptr addr, cuuint32_t value, un
   return r;
 }
 
-FK_ENTRY(cuStreamWriteValue32, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags))
-{
-  FK_COUNT(cuStreamWriteValue32);
-  return write_value32(stream, addr, value, flags, 0);
-}
+FK_ENTRY_PT(cuStreamWriteValue32, cuStreamWriteValue32_ptsz,
+            (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
+            write_value32(stream, addr, value, flags, pt))
 
-FK_ENTRY(cuStreamWriteValue32_ptsz, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags))
-{
-  FK_COUNT(cuStreamWriteValue32_ptsz);
-  return write_value32(stream, addr, value, flags, 1);
-}
-
-FK_ENTRY(cuStreamWriteValue32_v2, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags))
-{
-  FK_COUNT(cuStreamWriteValue32_v2);
-  return write_value32(stream, addr, value, flags, 0);
-}
-
-FK_ENTRY(cuStreamWriteValue32_v2_ptsz, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags))
-{
-  FK_COUNT(cuStreamWriteValue32_v2_ptsz);
-  return write_value32(stream, addr, value, flags, 1);
-}
+FK_ENTRY_PT(cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz,
+            (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags),
+            write_value32(stream, addr, value, flags, pt))
