@@ -298,7 +298,8 @@ FK_ENTRY_PT(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
 /* ---- batch copies ------------------------------------------------------------------------------ */
 
 /* Both ABIs: CUDA 12.8 (with failIdx) and 13.0 (failIdx == NULL here). Each copy is classified
- * like cuMemcpyAsync; all are validated before any is enqueued; the legacy NULL stream is refused. */
+ * like cuMemcpyAsync, in order; the copies before the first refused one are enqueued all the same
+ * and the call returns the refusal; the legacy NULL stream is refused. */
 static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                       CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
                       CUstream h, int pt)
@@ -333,12 +334,17 @@ static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_
     }
     any_wait |= wait;
   }
+  /* A refused copy does not undo the ones before it: they run, and the call returns the refusal
+   * (measured on 2 x H200, driver 580: edges.batch.inside_then_crossing) */
+  CUresult refused = r;
+  size_t nrun = r ? i : count;
+  r = CUDA_SUCCESS;
   size_t last = count;
-  for (size_t k = 0; r == CUDA_SUCCESS && k < count; k++)
+  for (size_t k = 0; k < nrun; k++)
     if (ops[k])
       last = k;
   fk_ticket t = { NULL, 0 };
-  for (i = 0; r == CUDA_SUCCESS && i < count; i++) {
+  for (i = 0; r == CUDA_SUCCESS && i < nrun; i++) {
     if (!ops[i])
       continue;
     /* One stream: waiting for the last copy covers all of them. */
@@ -351,7 +357,8 @@ static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_
   free(ops);
   if (r)
     return r;
-  return fk_ticket_wait(&t);
+  r = fk_ticket_wait(&t);
+  return refused ? refused : r;
 }
 
 FK_ENTRY_PT(cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz,

@@ -132,7 +132,8 @@ void fk_mem_fork_prepare(void); /* write-lock the memory tables around fork() */
 void fk_mem_fork_release(void);
 void fk_mem_fork_child(void);   /* child: fresh memory-table locks */
 /* A context destroyed or a primary context reset: its device, managed and pinned allocations are
- * freed (its registrations stay). Caller has synchronized the context; fk_lock not held. */
+ * freed and its registrations forgotten (the pages stay the program's). Caller has synchronized
+ * the context; fk_lock not held. */
 void fk_mem_drop_ctx(fk_ctx *c);
 
 /* ---- Transfers and the DMA engine (fake_dma.c) ---------------------------------------------- */

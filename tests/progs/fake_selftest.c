@@ -508,9 +508,13 @@ static void test_copies(void)
     EXPECT_RC(D.Batch_v1(dsts, srcs, sizes, 3, &at, &idx0, 1, &fail, NULL), CUDA_ERROR_INVALID_VALUE);
     EXPECT_RC(D.Batch_v1(dsts, srcs, sizes, 3, &at, &idx0, 1, &fail, CU_STREAM_LEGACY), CUDA_ERROR_INVALID_VALUE);
     EXPECT_RC(D.Batch_v1(dsts, srcs, sizes, 3, NULL, NULL, 0, &fail, s), CUDA_ERROR_INVALID_VALUE); /* no attributes */
+    fill(src, n, 12);
     CUdeviceptr bad[3] = { d, d2 + n - 10, PTR(pin_b) };
     EXPECT_RC(D.Batch_v1(bad, srcs, sizes, 3, &at, &idx0, 1, &fail, s), CUDA_ERROR_INVALID_VALUE);
     EXPECT(fail == 1, "failIdx %zu", fail);
+    OK(D.cuStreamSynchronize(s));
+    OK(D.cuMemcpyDtoH_v2(dst, d, n));
+    EXPECT(!memcmp(dst, src, n), "the copy before the refused one ran (2 x H200)");
     /* CUDA 13 ABI, and its per-thread variant on the per-thread stream (NULL) */
     fill(src, n, 9);
     CUdeviceptr d3[2] = { d, PTR(dst) }, s3[2] = { PTR(src), d };
@@ -767,6 +771,18 @@ static void test_capture(void)
   EXPECT_RC(D.cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   OK(D.cuMemHostRegister_v2(hb, n, 0));
   OK(D.cuMemHostUnregister(hb));
+  /* synchronizing another stream is prohibited during a global capture, not a relaxed one; async
+   * copies on it are not (2 x H200) */
+  OK(D.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  OK(D.cuMemcpyHtoDAsync_v2(d, hb, 16, b));
+  EXPECT_RC(D.cuStreamSynchronize(b), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+  OK(D.cuStreamIsCapturing(s, &st));
+  EXPECT(st == CU_STREAM_CAPTURE_STATUS_INVALIDATED, "synchronizing another stream invalidated the capture");
+  EXPECT_RC(D.cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+  OK(D.cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  OK(D.cuStreamSynchronize(b));
+  OK(D.cuStreamEndCapture(s, &g));
+  OK(D.cuGraphDestroy(g));
   OK(D.cuStreamDestroy_v2(b));
   OK(D.cuStreamDestroy_v2(s));
   OK(D.cuMemFree_v2(d));
