@@ -13,25 +13,20 @@
         stats_add_sync(id, pinshim_now_ns() - t0_);                                                 \
     } while (0)
 
-CUresult shape_stream_sync(enum driver_entry_id id, SHAPE_stream_sync_P)
-{
-    ENTRY_PROLOGUE(stream_sync, stream);
-    CUresult result;
-    TIMED_SYNC(real(stream));
-    if (result == CUDA_SUCCESS)
-        guard_on_stream_done(id, stream);
-    return result;
-}
+/* One handler: counted and timed; on success, `released` tells the guard what the call covered. */
+#define SYNC_HANDLER(shape, released)                                                              \
+    CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
+    {                                                                                               \
+        ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
+        CUresult result;                                                                            \
+        TIMED_SYNC(real(SHAPE_ARGS(shape)));                                                        \
+        if (result == CUDA_SUCCESS)                                                                 \
+            released;                                                                               \
+        return result;                                                                              \
+    }
 
-CUresult shape_stream_query(enum driver_entry_id id, SHAPE_stream_query_P)
-{
-    ENTRY_PROLOGUE(stream_query, stream);
-    CUresult result;
-    TIMED_SYNC(real(stream));
-    if (result == CUDA_SUCCESS)
-        guard_on_stream_done(id, stream);
-    return result;
-}
+SYNC_HANDLER(stream_sync, guard_on_stream_done(id, stream))
+SYNC_HANDLER(stream_query, guard_on_stream_done(id, stream))
 
 CUresult shape_ctx_sync(enum driver_entry_id id)
 {
@@ -48,42 +43,7 @@ CUresult shape_ctx_sync(enum driver_entry_id id)
     return result;
 }
 
-CUresult shape_event_sync(enum driver_entry_id id, SHAPE_event_sync_P)
-{
-    ENTRY_PROLOGUE(event_sync, event);
-    CUresult result;
-    TIMED_SYNC(real(event));
-    if (result == CUDA_SUCCESS)
-        guard_on_event_done(event);
-    return result;
-}
-
-CUresult shape_event_query(enum driver_entry_id id, SHAPE_event_query_P)
-{
-    ENTRY_PROLOGUE(event_query, event);
-    CUresult result;
-    TIMED_SYNC(real(event));
-    if (result == CUDA_SUCCESS)
-        guard_on_event_done(event);
-    return result;
-}
-
-CUresult shape_event_record(enum driver_entry_id id, SHAPE_event_record_P)
-{
-    ENTRY_PROLOGUE(event_record, event, stream);
-    CUresult result;
-    TIMED_SYNC(real(event, stream));
-    if (result == CUDA_SUCCESS)
-        guard_on_event_record(id, event, stream);
-    return result;
-}
-
-CUresult shape_event_record_flags(enum driver_entry_id id, SHAPE_event_record_flags_P)
-{
-    ENTRY_PROLOGUE(event_record_flags, event, stream, flags);
-    CUresult result;
-    TIMED_SYNC(real(event, stream, flags));
-    if (result == CUDA_SUCCESS)
-        guard_on_event_record(id, event, stream);
-    return result;
-}
+SYNC_HANDLER(event_sync, guard_on_event_done(event))
+SYNC_HANDLER(event_query, guard_on_event_done(event))
+SYNC_HANDLER(event_record, guard_on_event_record(id, event, stream))
+SYNC_HANDLER(event_record_flags, guard_on_event_record(id, event, stream))
