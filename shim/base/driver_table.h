@@ -64,6 +64,12 @@
     X(host_register,        "cuMemHostRegister_v2",       "cuMemHostRegister",   6050, 0, ANY,    host_register) \
     X(host_register_v1,     "cuMemHostRegister",          "cuMemHostRegister",   4000, 6050, ANY, host_register) \
     X(host_unregister,      "cuMemHostUnregister",        "cuMemHostUnregister", 4000, 0, ANY,    host_unregister) \
+    /* what the driver says of a host pointer: the cache's registrations must read as pageable */   \
+    X(ptr_attr,             "cuPointerGetAttribute",      "cuPointerGetAttribute", 4000, 0, ANY,  ptr_attr) \
+    X(ptr_attrs,            "cuPointerGetAttributes",     "cuPointerGetAttributes", 7000, 0, ANY, ptr_attrs) \
+    X(ptr_set_attr,         "cuPointerSetAttribute",      "cuPointerSetAttribute", 6000, 0, ANY,  ptr_set_attr) \
+    X(host_get_flags,       "cuMemHostGetFlags",          "cuMemHostGetFlags",   2030, 0, ANY,    host_get_flags) \
+    X(host_get_devptr,      "cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer", 3020, 0, ANY, host_get_devptr) \
     /* a primary context reset frees its pinned memory: the pool and the range table must know; it  \
      * and a context's destruction free its events: the shim's own events there must go first */    \
     X(primary_reset,        "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxReset", 11000, 0, ANY, primary_reset) \

@@ -3,7 +3,8 @@
  * there are no arguments), fn_S the type of the real function, and shape_S() the handler every
  * wrapper of that shape calls with its row id: the contract between the generated wrappers
  * (interpose/driver_wrappers.c) and the handlers, which are here in copy/ (copy_entry.c: copies,
- * sync_entry.c: sync points, hostmem_entry.c: pinned host memory, ctx_entry.c: context resets),
+ * sync_entry.c: sync points, hostmem_entry.c: pinned host memory,
+ * ptrquery_entry.c: what the driver says of a host pointer, ctx_entry.c: context resets),
  * except cuGetProcAddress's (interpose/getproc.c). */
 #ifndef PINSHIM_DRIVER_SHAPES_H
 #define PINSHIM_DRIVER_SHAPES_H
@@ -73,6 +74,16 @@
 #define SHAPE_host_register_CA , p, bytes, flags
 #define SHAPE_host_unregister_P void *p
 #define SHAPE_host_unregister_CA , p
+#define SHAPE_ptr_attr_P void *data, CUpointer_attribute attribute, CUdeviceptr ptr
+#define SHAPE_ptr_attr_CA , data, attribute, ptr
+#define SHAPE_ptr_attrs_P unsigned int count, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr
+#define SHAPE_ptr_attrs_CA , count, attributes, data, ptr
+#define SHAPE_ptr_set_attr_P const void *value, CUpointer_attribute attribute, CUdeviceptr ptr
+#define SHAPE_ptr_set_attr_CA , value, attribute, ptr
+#define SHAPE_host_get_flags_P unsigned int *flags, void *p
+#define SHAPE_host_get_flags_CA , flags, p
+#define SHAPE_host_get_devptr_P CUdeviceptr *dptr, void *p, unsigned int flags
+#define SHAPE_host_get_devptr_CA , dptr, p, flags
 #define SHAPE_primary_reset_P CUdevice dev
 #define SHAPE_primary_reset_CA , dev
 #define SHAPE_ctx_destroy_P CUcontext ctx
@@ -94,7 +105,8 @@
     S(m2d) S(m2d_async) S(m3d) S(m3d_async) S(peer) S(peer_async) S(batch_v1) S(batch_v2)           \
     S(stream_sync) S(stream_query) S(event_sync) S(event_query) S(event_record) S(event_record_flags) \
     S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister) S(primary_reset)   \
-    S(ctx_destroy) S(getproc_v1) S(getproc_v2)
+    S(ptr_attr) S(ptr_attrs) S(ptr_set_attr) S(host_get_flags) S(host_get_devptr) S(ctx_destroy)   \
+    S(getproc_v1) S(getproc_v2)
 
 #define SHAPE_DECLARE(name)                                                                         \
     typedef CUresult (*fn_##name)(SHAPE_##name##_P);                                                \

@@ -293,6 +293,16 @@ static void release_registrations(uintptr_t lo, uintptr_t hi, enum release_why w
     }
 }
 
+bool regcache_covers(uintptr_t p)
+{
+    if (!__atomic_load_n(&regcache_live, __ATOMIC_RELAXED) || regcache_busy_here())
+        return false;
+    alloc_table_lock();
+    bool covered = alloc_table_registration_overlapping(p, p + 1) != NULL;
+    alloc_table_unlock();
+    return covered;
+}
+
 static void on_discard(uintptr_t lo, uintptr_t hi) { release_registrations(lo, hi, WHY_DISCARD); }
 
 void regcache_on_program_register(uintptr_t p, size_t bytes)

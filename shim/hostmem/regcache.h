@@ -30,6 +30,11 @@ const struct alloc_subscriber *regcache_configure(void);
 /* The program registers [p, p + bytes) itself: the cache's registrations there go first. */
 void regcache_on_program_register(uintptr_t p, size_t bytes);
 
+/* Whether p lies inside a registration the cache made (memory the program believes pageable: the
+ * pointer queries answer for it as for pageable memory, copy/ptrquery_entry.c). Cheap when nothing
+ * is registered; takes the table's lock otherwise. */
+bool regcache_covers(uintptr_t p);
+
 /* --- from the copy path --- */
 /* In copy_describe: a side inside a registration of the cache is pageable to the program. */
 void regcache_view(struct copy *c);

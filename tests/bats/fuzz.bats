@@ -38,6 +38,14 @@ fuzz() {
     grep -q ' 6 seeds .* 0 divergences, 0 broken' "$WORK/default.log"
 }
 
+# The probes ask the driver what the program's pageable buffers are (cuPointerGetAttribute,
+# cuMemHostGetFlags, cuMemHostUnregister): buffers the shim registered must read pageable.
+@test "probes of pointer attributes, host flags and unregister: 6 seeds identical under both policies" {
+    fuzz probes --fuzz-args "--probes all" 1-6
+    [ "$(cat "$WORK/probes.rc")" = 0 ]
+    grep -q ' 6 seeds .* 0 divergences, 0 broken' "$WORK/probes.log"
+}
+
 # Seeds whose copies started inside a neighbour's registration (or ran past the end of their own,
 # cut short by a neighbour's) with the shim before issue #10's fix: each failed in 4 runs of 4.
 @test "aggressive policy (stage and register everything, small pool and budget): 6 seeds identical" {

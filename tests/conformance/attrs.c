@@ -1,6 +1,7 @@
 /* attrs.c: what cuPointerGetAttributes and cuPointerGetAttribute say about each kind of memory the
  * shim classifies (pageable, pinned, registered, managed, device; at the base, inside, just outside,
- * after a free). Addresses are printed relative to the allocation ("base+N") or the pointer asked
+ * after a free), and what the pointer queries say of a pageable buffer copied again and again (which
+ * the shim's pin-on-reuse cache registers behind the program's back: it must still read pageable). Addresses are printed relative to the allocation ("base+N") or the pointer asked
  * about ("ptr+N"); contexts as current, null or other. */
 #include "conform.h"
 
@@ -92,4 +93,41 @@ void case_attrs(void)
     NEED(d.mem_alloc(&freed, n));
     NEED(d.mem_free(freed));
     attrs("device_after_free", (void *)(uintptr_t)freed, (void *)(uintptr_t)freed);
+}
+
+/* A pageable buffer copied often enough for pin-on-reuse to register it (the default policy registers
+ * on the third copy of an allocation of 1 MiB or more), then asked about: pageable, as without the
+ * shim. cuMemHostGetFlags, cuMemHostGetDevicePointer and cuPointerSetAttribute too. */
+void case_attrs_reused(void)
+{
+    const size_t n = 4u << 20;
+    unsigned char *buf = malloc(n);
+    CUdeviceptr dev = 0;
+    NEED(buf ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY);
+    test_fill(buf, n, 7);
+    NEED(d.mem_alloc(&dev, n));
+    for (int i = 0; i < 4; i++)
+        NEED(d.htod(dev, buf, n));
+    NEED(d.dtoh(buf, dev, n));
+    attrs("reused", buf, buf);
+    attrs("reused_interior", buf + 2 * PS + 8, buf);
+
+    unsigned int flags = 12345;
+    CUresult r = ex.host_get_flags ? ex.host_get_flags(&flags, buf + 2 * PS) : CUDA_ERROR_NOT_FOUND;
+    say("reused.host_get_flags", "%s; flags %u", rcs(r), r == CUDA_SUCCESS ? flags : 0u);
+    CUdeviceptr mapped = 0;
+    r = ex.host_get_devptr ? ex.host_get_devptr(&mapped, buf + 2 * PS, 0) : CUDA_ERROR_NOT_FOUND;
+    say("reused.host_get_device_pointer", "%s; device %s", rcs(r), rel(mapped, (uintptr_t)(buf + 2 * PS), "ptr"));
+    unsigned int sync_memops = 1;
+    r = ex.ptr_set_attr ? ex.ptr_set_attr(&sync_memops, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, (CUdeviceptr)(uintptr_t)(buf + 2 * PS))
+                        : CUDA_ERROR_NOT_FOUND;
+    say("reused.set_sync_memops", "%s", rcs(r));
+
+    /* the buffer still copies as before, both ways */
+    NEED(d.htod(dev, buf, n));
+    memset(buf, 0, n);
+    NEED(d.dtoh(buf, dev, n));
+    say("reused.bytes", "%s", digest(buf, n));
+    NEED(d.mem_free(dev));
+    free(buf);
 }

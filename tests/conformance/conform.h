@@ -18,6 +18,11 @@
       (void *, CUpointer_attribute, CUdeviceptr))                                                      \
     X(ptr_attrs, "cuPointerGetAttributes", "cuPointerGetAttributes", 13000,                            \
       (unsigned int, CUpointer_attribute *, void **, CUdeviceptr))                                     \
+    X(ptr_set_attr, "cuPointerSetAttribute", "cuPointerSetAttribute", 13000,                           \
+      (const void *, CUpointer_attribute, CUdeviceptr))                                                \
+    X(host_get_flags, "cuMemHostGetFlags", "cuMemHostGetFlags", 13000, (unsigned int *, void *))       \
+    X(host_get_devptr, "cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer", 13000,             \
+      (CUdeviceptr *, void *, unsigned int))                                                           \
     X(is_capturing, "cuStreamIsCapturing", "cuStreamIsCapturing", 13000,                               \
       (CUstream, CUstreamCaptureStatus *))                                                             \
     X(exchange_mode, "cuThreadExchangeStreamCaptureMode", "cuThreadExchangeStreamCaptureMode", 13000, \
@@ -133,6 +138,7 @@ void gate_finish(struct gate *g); /* opens it and joins the helper thread */
     X("register.unregister", case_register_unregister)                                                 \
     X("register.after_copies", case_register_after_copies)                                             \
     X("attrs.kinds", case_attrs)                                                                       \
+    X("attrs.reused", case_attrs_reused)                                                               \
     X("streams.events", case_streams_events)                                                           \
     X("streams.legacy", case_streams_legacy)                                                           \
     X("streams.per_thread", case_streams_ptds)                                                         \

@@ -784,6 +784,22 @@ FK_ENTRY(cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUde
   return put_attr(data, attribute, (uintptr_t)ptr, &pi, 1);
 }
 
+/* Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set, and only on memory the driver knows (memory it
+ * has no record of, pageable memory, is refused). The fake keeps no value: nothing it does depends
+ * on it. */
+FK_ENTRY(cuPointerSetAttribute, (const void *value, CUpointer_attribute attribute, CUdeviceptr ptr))
+{
+  FK_COUNT(cuPointerSetAttribute);
+  CUresult r = fk_check_init();
+  if (r)
+    return r;
+  if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct ptrinfo pi;
+  ptr_info((uintptr_t)ptr, &pi);
+  return pi.kind == FK_MEM_PAGEABLE ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 FK_ENTRY(cuPointerGetAttributes, (unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
                                    CUdeviceptr ptr))
 {

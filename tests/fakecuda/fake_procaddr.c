@@ -60,6 +60,7 @@ static const struct row rows[] = {
   { "cuMemHostGetFlags", 2030, F(cuMemHostGetFlags), NULL },
   { "cuPointerGetAttribute", 4000, F(cuPointerGetAttribute), NULL },
   { "cuPointerGetAttributes", 7000, F(cuPointerGetAttributes), NULL },
+  { "cuPointerSetAttribute", 6000, F(cuPointerSetAttribute), NULL },
   { "cuMemsetD8", 3020, F(cuMemsetD8_v2), F(cuMemsetD8_v2_ptds) },
   { "cuMemsetD8Async", 3020, F(cuMemsetD8Async), F(cuMemsetD8Async_ptsz) },
 

@@ -16,7 +16,7 @@
   X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocManaged) X(cuMemGetInfo_v2) X(cuMemGetAddressRange_v2) \
   X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostRegister_v2) X(cuMemHostRegister) \
   X(cuMemHostUnregister) X(cuMemHostGetDevicePointer_v2) X(cuMemHostGetFlags) \
-  X(cuPointerGetAttribute) X(cuPointerGetAttributes) \
+  X(cuPointerGetAttribute) X(cuPointerGetAttributes) X(cuPointerSetAttribute) \
   /* fake_stream.c */ \
   X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuStreamDestroy_v2) \
   X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuStreamQuery) X(cuStreamQuery_ptsz) \
