@@ -144,6 +144,13 @@ static CUcontext shim_context(int dev)
     return primary[dev];
 }
 
+/* The real driver carves pinned allocations under 2 MiB out of shared blocks, and cuMemHostGetFlags
+ * then reports the flags of the allocation that opened the block (1 MiB shares, 2 MiB does not:
+ * an H100, driver 580; conformance case attrs.host_flags). A smaller slab of the shim's (PORTABLE)
+ * would change what the driver says of the program's own small pinned allocations, so no slab is
+ * allocated smaller than this; a smaller pool_slab_bytes uses only part of it. */
+#define DRIVER_SUBALLOC_BELOW (2u << 20)
+
 /* Allocates one slab in dev's primary context and adds its chunks to the free list. Called with
  * the lock held and `growing` set; drops the lock around cuMemHostAlloc. `on_own_thread`: the
  * caller is the background grow thread, already current in that context. */
@@ -159,7 +166,7 @@ static bool grow(int dev, bool on_own_thread)
     CUcontext ctx = shim_context(dev);
     if (slab == 0 || !ctx)
         return false;
-    size_t n = slab / chunk;
+    size_t n = slab / chunk, alloc_bytes = slab < DRIVER_SUBALLOC_BELOW ? DRIVER_SUBALLOC_BELOW : slab;
     struct pool_chunk *chunks = calloc(n, sizeof *chunks);
     if (!chunks)
         return false;
@@ -168,12 +175,12 @@ static bool grow(int dev, bool on_own_thread)
     void *mem = NULL;
     CUresult r;
     if (on_own_thread) {
-        SHIM_CALL(r, fns.host_alloc(&mem, slab, CU_MEMHOSTALLOC_PORTABLE));
+        SHIM_CALL(r, fns.host_alloc(&mem, alloc_bytes, CU_MEMHOSTALLOC_PORTABLE));
     } else {
         CUcontext popped;
         SHIM_CALL(r, fns.ctx_push(ctx));
         if (r == CUDA_SUCCESS) {
-            SHIM_CALL(r, fns.host_alloc(&mem, slab, CU_MEMHOSTALLOC_PORTABLE));
+            SHIM_CALL(r, fns.host_alloc(&mem, alloc_bytes, CU_MEMHOSTALLOC_PORTABLE));
             CUresult pop_r;
             SHIM_CALL(pop_r, fns.ctx_pop(&popped));
             (void)pop_r;

@@ -46,6 +46,16 @@ fuzz() {
     grep -q ' 6 seeds .* 0 divergences, 0 broken' "$WORK/probes.log"
 }
 
+# Seeds whose cuMemHostGetFlags of the program's small pinned allocations read 3 (PORTABLE) with the
+# shim and 2 without on an H100 (driver 580), under 1 MiB pool slabs: the driver carves allocations
+# under 2 MiB from shared blocks that report the opener's flags (the fake models it); the pool's
+# slabs are never smaller than 2 MiB now.
+@test "aggressive policy with probes: the pool's pinned slabs never share the driver's small blocks" {
+    fuzz sharing --policies aggressive --fuzz-args "--probes all" 4 7 18 21
+    [ "$(cat "$WORK/sharing.rc")" = 0 ]
+    grep -q ' 4 seeds .* 0 divergences, 0 broken' "$WORK/sharing.log"
+}
+
 # Seeds whose copies started inside a neighbour's registration (or ran past the end of their own,
 # cut short by a neighbour's) with the shim before issue #10's fix: each failed in 4 runs of 4.
 @test "aggressive policy (stage and register everything, small pool and budget): 6 seeds identical" {

@@ -131,3 +131,46 @@ void case_attrs_reused(void)
     NEED(d.mem_free(dev));
     free(buf);
 }
+
+/* What cuMemHostGetFlags says of pinned and registered memory: every flag combination the shim or a
+ * program uses, and the driver's habit of carving small pinned allocations out of shared blocks
+ * (a small allocation reports the flags of the one that opened its block). The shim's pool must
+ * never open such a block (its slabs are 2 MiB or more), or the program's flags would change. */
+static void host_flags(const char *key, size_t bytes, unsigned int flags, int use_alloc_host, void **keep)
+{
+    void *p = NULL;
+    CUresult r = use_alloc_host ? d.alloc_host(&p, bytes) : d.host_alloc(&p, bytes, flags);
+    unsigned int got = 0;
+    CUresult q = r == CUDA_SUCCESS && ex.host_get_flags ? ex.host_get_flags(&got, p) : CUDA_ERROR_NOT_FOUND;
+    say(key, "%s; get %s; flags %u", rcs(r), rcs(q), q == CUDA_SUCCESS ? got : 0u);
+    *keep = p;
+}
+
+void case_attrs_host_flags(void)
+{
+    void *a, *b, *c, *e, *f, *g, *h, *k;
+    host_flags("alloc_host_64k", 64 << 10, 0, 1, &a);
+    host_flags("portable_64k_after_alloc_host", 64 << 10, CU_MEMHOSTALLOC_PORTABLE, 0, &b);
+    host_flags("portable_4m", 4 << 20, CU_MEMHOSTALLOC_PORTABLE, 0, &c);
+    host_flags("plain_4m", 4 << 20, 0, 0, &e);
+    host_flags("devicemap_4m", 4 << 20, CU_MEMHOSTALLOC_DEVICEMAP, 0, &f);
+    host_flags("portable_1m", 1 << 20, CU_MEMHOSTALLOC_PORTABLE, 0, &g);
+    host_flags("alloc_host_64k_after_portable_1m", 64 << 10, 0, 1, &h);
+    host_flags("alloc_host_2m", 2 << 20, 0, 1, &k);
+
+    unsigned char *mem = page_alloc(32 * PS);
+    unsigned int got = 0;
+    CUresult r = d.host_register(mem, 8 * PS, 0);
+    CUresult q = ex.host_get_flags ? ex.host_get_flags(&got, mem) : CUDA_ERROR_NOT_FOUND;
+    say("registered_plain", "%s; get %s; flags %u", rcs(r), rcs(q), q == CUDA_SUCCESS ? got : 0u);
+    got = 0;
+    r = d.host_register(mem + 16 * PS, 8 * PS, CU_MEMHOSTREGISTER_PORTABLE);
+    q = ex.host_get_flags ? ex.host_get_flags(&got, mem + 16 * PS + 100) : CUDA_ERROR_NOT_FOUND;
+    say("registered_portable_inside", "%s; get %s; flags %u", rcs(r), rcs(q), q == CUDA_SUCCESS ? got : 0u);
+    NEED(d.host_unregister(mem));
+    NEED(d.host_unregister(mem + 16 * PS));
+    void *all[] = {a, b, c, e, f, g, h, k};
+    for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i])
+            NEED(d.free_host(all[i]));
+}

@@ -139,6 +139,7 @@ void gate_finish(struct gate *g); /* opens it and joins the helper thread */
     X("register.after_copies", case_register_after_copies)                                             \
     X("attrs.kinds", case_attrs)                                                                       \
     X("attrs.reused", case_attrs_reused)                                                               \
+    X("attrs.host_flags", case_attrs_host_flags)                                                       \
     X("streams.events", case_streams_events)                                                           \
     X("streams.legacy", case_streams_legacy)                                                           \
     X("streams.per_thread", case_streams_ptds)                                                         \

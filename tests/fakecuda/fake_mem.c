@@ -458,6 +458,29 @@ static int hr_has_base(uintptr_t p, int kind)
   return ok;
 }
 
+/* What cuMemHostGetFlags reports for a new pinned allocation. Measured on an H100, driver 580
+ * (tests/conformance attrs.host_flags): DEVICEMAP is always reported (unified addressing), and
+ * allocations under 2 MiB are carved from shared 2 MiB blocks whose flags are those of the
+ * allocation that opened the block (a PORTABLE 64 KiB allocation after a cuMemAllocHost reports 2,
+ * a cuMemAllocHost after a PORTABLE one reports 3). The fake never reuses a block's space: a block
+ * is full once its allocations add up to 2 MiB, and the next small allocation opens a new one.
+ * Caller holds mem_lock for writing. */
+#define FK_SUBALLOC_BLOCK ((size_t)2 << 20)
+static unsigned reported_flags(size_t len, unsigned flags)
+{
+  static size_t block_used = FK_SUBALLOC_BLOCK;
+  static unsigned block_flags;
+  flags |= CU_MEMHOSTALLOC_DEVICEMAP;
+  if (len >= FK_SUBALLOC_BLOCK)
+    return flags;
+  if (block_used + len > FK_SUBALLOC_BLOCK) {
+    block_used = 0;
+    block_flags = flags;
+  }
+  block_used += len;
+  return block_flags;
+}
+
 /* Pinned memory is a memfd mapped twice: the program's view and an alias through which the DMA
  * engine reads and writes, so the program's mprotect() never stops a transfer (as with a real
  * DMA engine). Without memfd it falls back to one anonymous view reached with safe syscalls. */
@@ -493,8 +516,9 @@ static CUresult host_alloc(void **pp, size_t bytesize, unsigned int flags)
     user = sys_mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (user == MAP_FAILED)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  struct hrange n = { (uintptr_t)user, bytesize, FK_MEM_PINNED, flags, 0, c, alias, len };
+  struct hrange n = { (uintptr_t)user, bytesize, FK_MEM_PINNED, 0, 0, c, alias, len };
   pthread_rwlock_wrlock(&mem_lock);
+  n.flags = reported_flags(len, flags);
   r = hr_insert(&n);
   pthread_rwlock_unlock(&mem_lock);
   if (r) {
@@ -576,7 +600,8 @@ static CUresult host_register(void *p, size_t bytesize, unsigned int flags)
     return CUDA_ERROR_OUT_OF_MEMORY;
   if (!fk_mem_mapped(p, bytesize))
     return CUDA_ERROR_INVALID_VALUE;
-  struct hrange n = { (uintptr_t)p, bytesize, FK_MEM_REGISTERED, flags, 0, c, NULL, 0 };
+  /* cuMemHostGetFlags reports DEVICEMAP for registrations too (an H100, driver 580) */
+  struct hrange n = { (uintptr_t)p, bytesize, FK_MEM_REGISTERED, flags | CU_MEMHOSTREGISTER_DEVICEMAP, 0, c, NULL, 0 };
   pthread_rwlock_wrlock(&mem_lock);
   r = hr_insert(&n);
   pthread_rwlock_unlock(&mem_lock);
