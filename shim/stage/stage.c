@@ -102,49 +102,87 @@ static CUresult presync(CUstream stream)
     return r;
 }
 
+/* H2D: up to H2D_WINDOW chunks at once: while one chunk's DMA runs, the workers fill the next ones,
+ * and a chunk's DMA starts as soon as its own memcpy is done, so a slow part of one chunk (a thread
+ * preempted by the program's busy threads) does not stall the copying of the next. The first chunk
+ * is acquired blocking, the others only if free right now (a stager holding chunks never blocks on
+ * the pool: no deadlock). */
+#define H2D_WINDOW 4
+
+struct h2d_slot {
+    struct pool_chunk *ch;
+    struct workers_job job;
+    size_t off, n;
+};
+
 bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream, CUresult *result)
 {
     fn_htod_async dma = (fn_htod_async)driver_real(ENTRY_htod_async);
     if (!dma || !stage_safe(c, dst, bytes, stream))
         return false;
     size_t chunk = pool_chunk_bytes();
-    for (size_t off = 0; off < bytes; off += chunk) {
-        size_t n = bytes - off < chunk ? bytes - off : chunk;
-        enum pool_miss why;
-        struct pool_chunk *ch = pool_acquire(stream, true, &why);
-        if (!ch) {
-            if (off == 0) {
-                c->unstaged = miss_reason(why);
-                return false;
+    struct h2d_slot ring[H2D_WINDOW];
+    unsigned head = 0, count = 0;
+    size_t next_off = 0;
+    CUresult status = CUDA_SUCCESS;
+    while (next_off < bytes || count > 0) {
+        /* start as many memcpys as the window and the pool allow */
+        while (status == CUDA_SUCCESS && next_off < bytes && count < H2D_WINDOW) {
+            enum pool_miss why;
+            struct pool_chunk *ch = pool_acquire(stream, count == 0, &why);
+            if (!ch) {
+                if (next_off == 0) {
+                    c->unstaged = miss_reason(why);
+                    return false;
+                }
+                break;
             }
-            /* The pool went away mid-copy: the rest goes through the driver, in stream order. */
-            fn_htod_async rest = dma;
+            if (next_off == 0 && !c->async) {
+                CUresult r = presync(stream);
+                if (r != CUDA_SUCCESS) {
+                    pool_release_idle(ch);
+                    *result = r; /* the driver's pre-copy sync would have returned it too */
+                    return true;
+                }
+            }
+            struct h2d_slot *s = &ring[(head + count) % H2D_WINDOW];
+            s->ch = ch, s->off = next_off;
+            s->n = bytes - next_off < chunk ? bytes - next_off : chunk;
+            workers_start(&s->job, ch->ptr, (const char *)src + next_off, s->n, WORKERS_DST_RESIDENT);
+            count++;
+            next_off += s->n;
+        }
+        if (count == 0) {
+            if (status == CUDA_SUCCESS && next_off < bytes) {
+                /* the pool went away mid-copy: the rest goes through the driver, in stream order */
+                pinshim_enter();
+                status = dma(dst + next_off, (const char *)src + next_off, bytes - next_off, stream);
+                pinshim_leave();
+                next_off = bytes;
+            }
+            break;
+        }
+        /* the oldest chunk: once its memcpy is done, its DMA */
+        struct h2d_slot *s = &ring[head];
+        workers_finish(&s->job);
+        CUresult r = CUDA_ERROR_UNKNOWN;
+        if (status == CUDA_SUCCESS) {
             pinshim_enter();
-            *result = rest(dst + off, (const char *)src + off, bytes - off, stream);
+            r = dma(dst + s->off, s->ch->ptr, s->n, stream);
             pinshim_leave();
-            return true;
+            if (r != CUDA_SUCCESS)
+                status = r; /* the driver refused this chunk: the program sees the driver's error */
         }
-        if (off == 0 && !c->async) {
-            CUresult r = presync(stream);
-            if (r != CUDA_SUCCESS) {
-                pool_release_idle(ch);
-                *result = r; /* the driver's pre-copy sync would have returned it too */
-                return true;
-            }
-        }
-        workers_memcpy(ch->ptr, (const char *)src + off, n);
-        pinshim_enter();
-        CUresult r = dma(dst + off, ch->ptr, n, stream);
-        pinshim_leave();
-        if (r != CUDA_SUCCESS) {
-            pool_release_idle(ch);
-            *result = r; /* the driver refused this chunk: the program sees the driver's error */
-            return true;
-        }
-        pool_release_after(ch, stream);
+        if (r == CUDA_SUCCESS)
+            pool_release_after(s->ch, stream);
+        else
+            pool_release_idle(s->ch); /* no DMA was queued from it */
+        head = (head + 1) % H2D_WINDOW;
+        count--;
     }
-    c->action = ACTION_STAGED;
-    *result = CUDA_SUCCESS;
+    if (status == CUDA_SUCCESS)
+        c->action = ACTION_STAGED;
+    *result = status;
     return true;
 }
 
@@ -213,7 +251,7 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
         struct pool_chunk *ch = ring[head].ch;
         CUresult r = pool_wait(ch);
         if (r == CUDA_SUCCESS && status == CUDA_SUCCESS)
-            workers_memcpy((char *)dst + ring[head].off, ch->ptr, ring[head].n);
+            workers_memcpy((char *)dst + ring[head].off, ch->ptr, ring[head].n, WORKERS_DST_MAY_FAULT);
         else if (status == CUDA_SUCCESS)
             status = r;
         if (r == CUDA_SUCCESS)

@@ -1,7 +1,8 @@
 /* workers.c: the parallel memcpy behind staging (see workers.h). A copy is one job split into
  * parts of at least WORKERS_MIN_PART bytes; jobs wait in a FIFO queue; workers and the caller claim
- * parts with an atomic counter. A job lives on its caller's stack: the caller leaves only when
- * every part is done and no worker still holds a reference to the job. */
+ * parts with an atomic counter. A job lives in its caller's memory: the caller leaves
+ * workers_finish only when every part is done and no other thread still holds a reference to it;
+ * while it waits it copies parts of later jobs (its own next chunks in a pipeline). */
 #define _GNU_SOURCE
 #include "workers.h"
 
@@ -17,23 +18,15 @@
 
 /* Parts smaller than this are not worth a thread hand-off (a wake-up costs microseconds). */
 #define WORKERS_MIN_PART (256u << 10)
+/* Parts per thread into resident memory: several, so that a thread the scheduler preempts in the
+ * middle of a part (the cores are often busy with the program's own threads, e.g. OpenMP threads
+ * spinning after a parallel region) holds back only a small piece while the others take the rest. */
+#define WORKERS_PARTS_PER_THREAD 4
 #define WORKERS_MAX 64
-
-struct job {
-    char *dst;
-    const char *src;
-    size_t bytes, part;
-    unsigned parts;
-    unsigned next; /* next part to claim (atomic) */
-    unsigned done; /* parts finished (under lock) */
-    unsigned holders; /* workers holding a pointer to this job (under lock) */
-    struct job *queue_next;
-    pthread_cond_t finished;
-};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
-static struct job *queue_head, *queue_tail;
+static struct workers_job *queue_head, *queue_tail;
 static unsigned started, parallelism;
 static bool start_failed;
 
@@ -55,7 +48,7 @@ unsigned workers_parallelism(void)
     return (unsigned)want;
 }
 
-static void copy_part(struct job *j, unsigned index)
+static void copy_part(struct workers_job *j, unsigned index)
 {
     size_t offset = (size_t)index * j->part;
     size_t n = offset + j->part <= j->bytes ? j->part : j->bytes - offset;
@@ -63,7 +56,7 @@ static void copy_part(struct job *j, unsigned index)
 }
 
 /* Claims and copies parts until none is left; returns how many this thread copied. */
-static unsigned drain(struct job *j)
+static unsigned drain(struct workers_job *j)
 {
     unsigned mine = 0;
     for (;;) {
@@ -76,9 +69,9 @@ static unsigned drain(struct job *j)
 }
 
 /* Removes j from the queue if it is still there. Caller holds the lock. */
-static void unqueue(struct job *j)
+static void unqueue(struct workers_job *j)
 {
-    struct job **link = &queue_head, *prev = NULL;
+    struct workers_job **link = &queue_head, *prev = NULL;
     while (*link && *link != j) {
         prev = *link;
         link = &(*link)->queue_next;
@@ -98,7 +91,7 @@ static void *worker_main(void *arg)
     for (;;) {
         while (!queue_head)
             pthread_cond_wait(&work_ready, &lock);
-        struct job *j = queue_head;
+        struct workers_job *j = queue_head;
         if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) >= j->parts) {
             unqueue(j); /* fully claimed: let the next job come to the head */
             continue;
@@ -140,41 +133,81 @@ static void start_workers(void)
     }
 }
 
-void workers_memcpy(void *dst, const void *src, size_t bytes)
+/* Copies one unclaimed part of the first queued job that has one (not `self`), as a worker
+ * would. Lock held on entry and on return; false when there was nothing to take. */
+static bool help_other_locked(struct workers_job *self)
+{
+    for (struct workers_job *o = queue_head; o; o = o->queue_next) {
+        if (o == self)
+            continue;
+        unsigned index = __atomic_fetch_add(&o->next, 1, __ATOMIC_RELAXED);
+        if (index >= o->parts)
+            continue;
+        o->holders++;
+        pthread_mutex_unlock(&lock);
+        copy_part(o, index);
+        pthread_mutex_lock(&lock);
+        o->done++;
+        o->holders--;
+        if (o->done == o->parts && o->holders == 0)
+            pthread_cond_signal(&o->finished);
+        return true;
+    }
+    return false;
+}
+
+void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind)
 {
     unsigned threads = workers_parallelism();
     size_t parts = bytes / WORKERS_MIN_PART;
-    if (parts > threads)
-        parts = threads;
-    if (parts < 2) {
-        memcpy(dst, src, bytes);
+    size_t most = (size_t)threads * (dst_kind == WORKERS_DST_RESIDENT ? WORKERS_PARTS_PER_THREAD : 1);
+    if (parts > most)
+        parts = most;
+    *j = (struct workers_job){.dst = dst, .src = src, .bytes = bytes};
+    if (parts < 2 || threads < 2) {
+        j->parts = 0; /* too small to share: the owner copies it alone in workers_finish */
         return;
     }
-    struct job j = {.dst = dst, .src = src, .bytes = bytes, .parts = (unsigned)parts};
-    j.part = (bytes + parts - 1) / parts;
-    j.part = (j.part + 63) & ~(size_t)63; /* cache-line aligned part boundaries */
-    j.parts = (unsigned)((bytes + j.part - 1) / j.part);
-    pthread_cond_init(&j.finished, NULL);
+    j->part = (bytes + parts - 1) / parts;
+    j->part = (j->part + 63) & ~(size_t)63; /* cache-line aligned part boundaries */
+    j->parts = (unsigned)((bytes + j->part - 1) / j->part);
+    pthread_cond_init(&j->finished, NULL);
 
     pthread_mutex_lock(&lock);
     start_workers();
     if (queue_tail)
-        queue_tail->queue_next = &j;
+        queue_tail->queue_next = j;
     else
-        queue_head = &j;
-    queue_tail = &j;
+        queue_head = j;
+    queue_tail = j;
     pthread_cond_broadcast(&work_ready);
     pthread_mutex_unlock(&lock);
+}
 
-    unsigned mine = drain(&j);
+void workers_finish(struct workers_job *j)
+{
+    if (j->parts == 0) {
+        memcpy(j->dst, j->src, j->bytes);
+        return;
+    }
+    unsigned mine = drain(j);
 
     pthread_mutex_lock(&lock);
-    unqueue(&j);
-    j.done += mine;
-    while (j.done < j.parts || j.holders > 0)
-        pthread_cond_wait(&j.finished, &lock);
+    unqueue(j);
+    j->done += mine;
+    /* While workers end their parts of j, take parts of later copies (this caller's next chunks). */
+    while (j->done < j->parts || j->holders > 0)
+        if (!help_other_locked(j))
+            pthread_cond_wait(&j->finished, &lock);
     pthread_mutex_unlock(&lock);
-    pthread_cond_destroy(&j.finished);
+    pthread_cond_destroy(&j->finished);
+}
+
+void workers_memcpy(void *dst, const void *src, size_t bytes, enum workers_dst dst_kind)
+{
+    struct workers_job j;
+    workers_start(&j, dst, src, bytes, dst_kind);
+    workers_finish(&j);
 }
 
 void workers_forget(void)

@@ -2,14 +2,45 @@
  * The calling thread always takes part in its own copy, so a copy completes even when every worker
  * is busy with other program threads' copies (no deadlock, FIFO fairness between callers).
  * Threads start on first use; the count is the stage_threads key (calling thread included).
- * Contract: workers_memcpy() is thread-safe and returns when all bytes are copied. It never calls
+ * Contract: workers_memcpy() and workers_finish() are thread-safe and return when all bytes are copied. They never call
  * CUDA. After fork() the child has no workers: workers_forget() makes it copy alone. */
 #ifndef PINSHIM_WORKERS_H
 #define PINSHIM_WORKERS_H
 
+#include <pthread.h>
 #include <stddef.h>
 
-void workers_memcpy(void *dst, const void *src, size_t bytes);
+/* One copy shared by the threads; lives in the caller's memory from workers_start() until
+ * workers_finish() returns. Fields are workers.c's. */
+struct workers_job {
+    char *dst;
+    const char *src;
+    size_t bytes, part;
+    unsigned parts;
+    unsigned next;    /* next part to claim (atomic) */
+    unsigned done;    /* parts finished (under the lock) */
+    unsigned holders; /* threads other than the owner holding a pointer to this job (under the lock) */
+    struct workers_job *queue_next;
+    pthread_cond_t finished;
+};
+
+/* What the destination is, which decides the size of the parts: memory the copy may fault in
+ * (the program's destination of a D2H, possibly fresh) is cut into one part per thread, as before
+ * the pipelined H2D (with four parts per thread, 8 staged D2H copies of 64 MiB into fresh tensors
+ * took 42-46 ms against 34-36 ms in an earlier run on an H100; faults of threads sharing a 2 MiB
+ * page-table block contend, which is the likely cause); memory already resident (a pool chunk)
+ * into several parts per thread. */
+enum workers_dst { WORKERS_DST_RESIDENT, WORKERS_DST_MAY_FAULT };
+
+/* Copies bytes from src to dst with the workers and the calling thread; returns when done. */
+void workers_memcpy(void *dst, const void *src, size_t bytes, enum workers_dst dst_kind);
+
+/* The same in two steps, so that a caller can keep several copies going (a pipeline): start queues
+ * the copy and returns at once; finish makes the caller take part (in this copy, then in other
+ * queued ones while workers end theirs) and returns when every byte of j is copied. Every started
+ * job must be finished, in any order. */
+void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind);
+void workers_finish(struct workers_job *j);
 
 /* Threads that share a copy, the caller included (resolved from the policy on first use). */
 unsigned workers_parallelism(void);

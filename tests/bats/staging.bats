@@ -151,8 +151,10 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
 @test "link_probe: the pool's first slab on a device times pinned copies; the summary and the advice use the rate" {
     FAKECUDA_GBPS=8 run_app probe shim "$T/staging" sizes
     show probe
-    # the fake's DMA runs at FAKECUDA_GBPS (plus its fixed latency per copy): the probe must see about that
-    grep -Eq '^==[0-9]+== link: device 0, pinned copies measured at [4-8]\.[0-9]+ GB/s H2D and [4-8]\.[0-9]+ GB/s D2H' "$WORK/probe.err"
+    # the fake's DMA runs at FAKECUDA_GBPS (plus its fixed latency per copy): the probe can never see
+    # more than that (how much less depends on the machine's load, so only the ceiling is checked)
+    line=$(grep -E '^==[0-9]+== link: device 0, pinned copies measured at [0-9.]+ GB/s H2D and [0-9.]+ GB/s D2H' "$WORK/probe.err")
+    python3 -c 'import re,sys; r=[float(x) for x in re.findall(r"([0-9.]+) GB/s", sys.argv[1])]; assert all(0 < x <= 8.2 for x in r), r' "$line"
     grep -q 'measured on device 0 at start (link_probe)' "$WORK/probe.err"
     ! grep -q 'documented default' "$WORK/probe.err"
     LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" PINSHIM_SUMMARY=json "$T/staging" sizes >/dev/null 2>"$WORK/probe.json"
