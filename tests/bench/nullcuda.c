@@ -23,14 +23,34 @@ typedef uint64_t cuuint64_t;
 
 #define EXPORT __attribute__((visibility("default")))
 
-static CUresult nothing(void) { return CUDA_SUCCESS; }
+/* NULLCUDA_TOUCH_BYTES: each call writes one byte per 64-byte line of a private buffer of this
+ * size, as a real driver's own work pushes the caller's data out of the L1/L2 caches (a model of
+ * that pressure, to see what the shim's scattered state costs when it is not cached). */
+static unsigned char *touch_buf;
+static size_t touch_bytes;
+
+__attribute__((constructor)) static void touch_init(void)
+{
+    const char *v = getenv("NULLCUDA_TOUCH_BYTES");
+    touch_bytes = v ? strtoul(v, NULL, 0) : 0;
+    if (touch_bytes && !(touch_buf = calloc(1, touch_bytes)))
+        touch_bytes = 0;
+}
+
+static CUresult nothing(void)
+{
+    for (size_t i = 0; i < touch_bytes; i += 64)
+        touch_buf[i]++;
+    return CUDA_SUCCESS;
+}
 
 /* The calls a benchmark loop makes, exported so that the dlsym route finds them too. */
 #define NOTHING_EXPORTS(X)                                                                          \
     X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuMemAlloc_v2)          \
     X(cuStreamCreate) X(cuEventCreate) X(cuMemcpyDtoHAsync_v2) X(cuMemcpyHtoDAsync_v2)               \
     X(cuMemcpyDtoH_v2) X(cuMemcpyHtoD_v2) X(cuStreamSynchronize) X(cuStreamQuery) X(cuCtxSynchronize) \
-    X(cuEventRecord) X(cuEventRecordWithFlags) X(cuEventQuery) X(cuEventSynchronize)
+    X(cuEventRecord) X(cuEventRecordWithFlags) X(cuEventQuery) X(cuEventSynchronize)               \
+    X(cuMemHostRegister_v2) X(cuMemHostUnregister)
 #define X(name) EXPORT CUresult name(void) __attribute__((alias("nothing")));
 NOTHING_EXPORTS(X)
 #undef X

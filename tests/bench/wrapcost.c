@@ -79,6 +79,18 @@ int main(int argc, char **argv)
         MEDIAN("cuEventRecordWithFlags", n, CHECK(record_flags(e, s, 0)));
     MEDIAN("cuEventSynchronize (done)", n, CHECK(d.event_sync(e)));
     MEDIAN("cuCtxSynchronize (idle)", n, CHECK(d.ctx_sync()));
+    /* A program that also copies a pageable buffer again and again: pin-on-reuse registers it (the
+     * shim's default register_after is 3 copies), and the pinned copies above run beside a live
+     * registration. */
+    size_t big = 4u << 20;
+    char *pageable = malloc(big);
+    CUdeviceptr dev_big;
+    CHECK(d.mem_alloc(&dev_big, big));
+    memset(pageable, 1, big);
+    for (int i = 0; i < 4; i++)
+        CHECK(d.htod(dev_big, pageable, big));
+    MEDIAN("D2H async into pinned + sync, a registration live", n,
+           CHECK(d.dtoh_async(pinned, dev, 4, s)); CHECK(d.stream_sync(s)));
     (void)sink;
     return 0;
 }
