@@ -2,6 +2,10 @@
  * clock.h). */
 #include "clock.h"
 
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -11,15 +15,38 @@
 
 struct pinshim_clock pinshim_clock;
 
-/* Invariant TSC (CPUID 8000_0007h EDX bit 8: constant rate, not stopped in deep C-states), and
- * reading it cheaper than clock_gettime (a hypervisor may trap rdtsc). */
-static bool tsc_wanted(void)
+/* CPUID 8000_0007h EDX bit 8: the TSC runs at a constant rate and does not stop in deep C-states. */
+static bool tsc_invariant(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
     if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
         return false;
-    if (!__get_cpuid(0x80000007u, &a, &b, &c, &d) || !(d & (1u << 8)))
+    return __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d & (1u << 8));
+#else
+    return false;
+#endif
+}
+
+/* The kernel itself keeps time with the TSC (it checked that it is stable and synchronized across
+ * CPUs): some hypervisors hide the invariant bit from guests whose TSC is fine. */
+static bool kernel_clock_is_tsc(void)
+{
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[16];
+    ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    return n == 4 && memcmp(buf, "tsc\n", 4) == 0;
+}
+
+/* A TSC the CPU or the kernel vouches for, and reading it cheaper than clock_gettime (a hypervisor
+ * may trap rdtsc). */
+static bool tsc_wanted(bool may_read_files)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (!tsc_invariant() && !(may_read_files && kernel_clock_is_tsc()))
         return false;
     volatile uint64_t sink = 0;
     uint64_t t0 = pinshim_now_ns();
@@ -36,12 +63,12 @@ static bool tsc_wanted(void)
 #endif
 }
 
-int pinshim_clock_choose(void)
+static int choose(bool may_read_files)
 {
     int mode = __atomic_load_n(&pinshim_clock.mode, __ATOMIC_ACQUIRE);
     if (mode != CLOCK_MODE_UNSET)
         return mode;
-    int want = tsc_wanted() ? CLOCK_MODE_TSC : CLOCK_MODE_MONO;
+    int want = tsc_wanted(may_read_files) ? CLOCK_MODE_TSC : CLOCK_MODE_MONO;
     uint64_t tsc = pinshim_rdtsc(), mono = pinshim_now_ns();
     int expected = CLOCK_MODE_UNSET;
     if (__atomic_compare_exchange_n(&pinshim_clock.mode, &expected, want, false, __ATOMIC_ACQ_REL,
@@ -53,6 +80,10 @@ int pinshim_clock_choose(void)
     }
     return expected; /* another thread chose first: its choice holds for everyone */
 }
+
+int pinshim_clock_choose(void) { return choose(false); }
+
+int pinshim_clock_init(void) { return choose(true); }
 
 /* The factor over a short spin of its own: for the moment between another thread's choice and its
  * anchor (no waiting on that thread: this may run in a signal handler that interrupted it). */

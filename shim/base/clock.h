@@ -2,9 +2,10 @@
  * clock_gettime(CLOCK_MONOTONIC) reads cost 40-80 ns there (issue #12), two reads of the time-stamp
  * counter a quarter of that. So durations are taken in ticks: the TSC where the CPU says it is
  * invariant (constant rate, runs in every power state) and reading it is cheaper than the clock,
- * CLOCK_MONOTONIC nanoseconds otherwise. Ticks become nanoseconds with a factor calibrated against
- * CLOCK_MONOTONIC: provisionally on each conversion until the first read is 10 ms old, then once
- * (a 32.32 fixed-point multiplier: one integer multiply per conversion).
+ * CLOCK_MONOTONIC nanoseconds otherwise (a TSC the kernel keeps time with counts as invariant when
+ * the constructor chooses: hypervisors may hide the CPUID bit). Ticks become nanoseconds with a
+ * factor calibrated against CLOCK_MONOTONIC: provisionally on each conversion until the first read
+ * is 10 ms old, then once (32.32 fixed point: one integer multiply per conversion).
  * Absolute times (log timestamps) keep using pinshim_now_ns() (common.h).
  * Contract: thread-safe, lock-free, async-signal-safe (cpuid, rdtsc, clock_gettime only), usable
  * before the shim is initialized: the choice is made at the first read and never changes. */
@@ -27,8 +28,11 @@ struct pinshim_clock {
 } __attribute__((aligned(64)));
 extern struct pinshim_clock pinshim_clock;
 
-/* Chooses the mode (first read only) and returns it. */
+/* Chooses the mode (first read only) and returns it: from CPUID alone (async-signal-safe). */
 int pinshim_clock_choose(void);
+
+/* The same from the constructor, which may also ask the kernel which clock it trusts (sysfs). */
+int pinshim_clock_init(void);
 
 static inline uint64_t pinshim_rdtsc(void)
 {

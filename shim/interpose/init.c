@@ -51,7 +51,7 @@ static void on_fork_child(void)
 __attribute__((constructor)) static void pinshim_init(void)
 {
     process_start = time(NULL);
-    pinshim_clock_choose(); /* the wrappers' interval clock, before any thread times a call */
+    pinshim_clock_init(); /* the wrappers' interval clock, before any thread times a call */
     for (size_t i = 0; i < sizeof summary_sections / sizeof summary_sections[0]; i++)
         stats_add_section(&summary_sections[i]);
     policy_load();
