@@ -5,6 +5,7 @@
  * Contract: the program sees the real function's return value and side effects, nothing else. */
 #include <stdlib.h>
 
+#include "base/clock.h"
 #include "base/common.h"
 #include "base/driver.h"
 #include "base/real.h"
@@ -30,10 +31,10 @@ static void clear_host_edges(const struct copy *c)
 #define TIMED_COPY(c, call)                                                                         \
     do {                                                                                            \
         log_copy_begin(&(c)); /* device timing of sampled copies (observe/log.h) */                 \
-        uint64_t t0_ = pinshim_now_ns();                                                            \
+        uint64_t t0_ = pinshim_ticks();                                                            \
         result = (call);                                                                            \
         regcache_after_copy(&(c), result); /* memory the cache pinned: complete an async copy */    \
-        copy_record(&(c), result, pinshim_now_ns() - t0_);                                          \
+        copy_record(&(c), result, pinshim_ticks_since(t0_));                                          \
     } while (0)
 
 /* Sends the copy directly when the registration cache has (just) pinned its host memory (cut at
@@ -47,7 +48,7 @@ static void clear_host_edges(const struct copy *c)
 #define TIMED_STAGED_COPY(c, stage_call, pass)                                                      \
     do {                                                                                            \
         log_copy_begin(&(c)); /* device timing of sampled copies (observe/log.h) */                 \
-        uint64_t t0_ = pinshim_now_ns();                                                            \
+        uint64_t t0_ = pinshim_ticks();                                                            \
         CUstreamCaptureMode mode_;                                                                  \
         bool done_ = false;                                                                         \
         if (regcache_direct(&(c))) {                                                                \
@@ -70,7 +71,7 @@ static void clear_host_edges(const struct copy *c)
             result = (pass);                                                                        \
         }                                                                                           \
         regcache_after_copy(&(c), result);                                                          \
-        copy_record(&(c), result, pinshim_now_ns() - t0_);                                          \
+        copy_record(&(c), result, pinshim_ticks_since(t0_));                                          \
     } while (0)
 
 /* Unified copies: stage whichever direction the pointers turned out to be. */
@@ -284,9 +285,9 @@ CUresult shape_batch_v1(enum driver_entry_id id, SHAPE_batch_v1_P)
 {
     ENTRY_PROLOGUE(batch_v1, dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream);
     clear_batch_edges(dsts, srcs, sizes, count);
-    uint64_t t0 = pinshim_now_ns();
+    uint64_t t0 = pinshim_ticks();
     CUresult result = real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream);
-    record_batch(id, dsts, srcs, sizes, count, stream, result, pinshim_now_ns() - t0);
+    record_batch(id, dsts, srcs, sizes, count, stream, result, pinshim_ticks_since(t0));
     return result;
 }
 
@@ -294,8 +295,8 @@ CUresult shape_batch_v2(enum driver_entry_id id, SHAPE_batch_v2_P)
 {
     ENTRY_PROLOGUE(batch_v2, dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream);
     clear_batch_edges(dsts, srcs, sizes, count);
-    uint64_t t0 = pinshim_now_ns();
+    uint64_t t0 = pinshim_ticks();
     CUresult result = real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream);
-    record_batch(id, dsts, srcs, sizes, count, stream, result, pinshim_now_ns() - t0);
+    record_batch(id, dsts, srcs, sizes, count, stream, result, pinshim_ticks_since(t0));
     return result;
 }

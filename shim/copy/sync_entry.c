@@ -2,15 +2,16 @@
  * event records). They are counted and timed, and a successful one releases the guard's ranges it
  * covers (guard/guard.h); the pool's chunk recycling may hook in here later. The program sees the real
  * result. */
+#include "base/clock.h"
 #include "driver_shapes.h"
 #include "entry.h"
 #include "guard/guard.h"
 
 #define TIMED_SYNC(call)                                                                            \
     do {                                                                                            \
-        uint64_t t0_ = pinshim_now_ns();                                                            \
+        uint64_t t0_ = pinshim_ticks();                                                             \
         result = (call);                                                                            \
-        stats_add_sync(id, pinshim_now_ns() - t0_);                                                 \
+        stats_add_sync(id, pinshim_ticks_since(t0_));                                               \
     } while (0)
 
 /* One handler: counted and timed; on success, `released` tells the guard what the call covered. */

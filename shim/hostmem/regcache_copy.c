@@ -6,6 +6,7 @@
 #include "regcache_internal.h"
 
 #include "base/real.h"
+#include "memkind.h"
 
 static uintptr_t host_side(const struct copy *c) { return c->dir == DIR_H2D ? c->src : c->dst; }
 
@@ -19,6 +20,11 @@ void regcache_view(struct copy *c)
     enum host_kind *kinds[2] = {&c->src_kind, &c->dst_kind};
     for (int i = 0; i < 2; i++) {
         if (*kinds[i] != KIND_PINNED && *kinds[i] != KIND_PAGEABLE)
+            continue;
+        uintptr_t base, end;
+        /* the program's own pinned memory (memkind's table, lock-free) is never the cache's: the
+         * cache registers only memory every copy saw as pageable */
+        if (*kinds[i] == KIND_PINNED && memkind_range_of(sides[i], &base, &end))
             continue;
         alloc_table_lock();
         bool ours = alloc_table_registration_overlapping(sides[i], sides[i] + c->bytes) != NULL;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/common.h"
 #include "guard/guard.h"
 #include "hostmem/alloc_events.h"
@@ -50,6 +51,7 @@ static void on_fork_child(void)
 __attribute__((constructor)) static void pinshim_init(void)
 {
     process_start = time(NULL);
+    pinshim_clock_init(); /* the wrappers' interval clock, before any thread times a call */
     for (size_t i = 0; i < sizeof summary_sections / sizeof summary_sections[0]; i++)
         stats_add_section(&summary_sections[i]);
     policy_load();

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/tally.h"
 #include "callsite.h"
 #include "linkrate.h"
 
@@ -19,11 +20,11 @@ struct cell {
     uint64_t count, bytes, ns;
 };
 
-static struct cell copies[SIDES][CLASSES];
-static struct cell pinned_device[SIDES]; /* device-timed pinned/registered copies */
+static struct cell copies[SIDES][CLASSES] TALLY; /* per-thread counters (base/tally.h) */
+static struct cell pinned_device[SIDES] TALLY;   /* device-timed pinned/registered copies */
 
-static void add(uint64_t *counter, uint64_t v) { __atomic_fetch_add(counter, v, __ATOMIC_RELAXED); }
-static uint64_t get(const uint64_t *counter) { return __atomic_load_n(counter, __ATOMIC_RELAXED); }
+static void add(uint64_t *counter, uint64_t v) { tally_add(counter, v); }
+static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
 
 static int side_of(enum copy_dir dir) { return dir == DIR_H2D ? SIDE_H2D : dir == DIR_D2H ? SIDE_D2H : -1; }
 
@@ -54,8 +55,8 @@ void advice_add_device_time(enum copy_dir dir, enum host_kind kind, uint64_t byt
 
 void advice_reset(void)
 {
-    memset(copies, 0, sizeof copies);
-    memset(pinned_device, 0, sizeof pinned_device);
+    tally_zero(copies, sizeof copies);
+    tally_zero(pinned_device, sizeof pinned_device);
 }
 
 /* --- estimates --- */

@@ -12,24 +12,26 @@
 
 #include "base/common.h"
 #include "base/driver.h"
+#include "base/tally.h"
 #include "pinshim.h"
 
 struct cell {
     uint64_t count, bytes, host_ns;
 };
 
-static struct cell transfers[DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT];
-static struct cell syncs[ENTRY_COUNT];
-static uint64_t calls[ENTRY_COUNT];
-static uint64_t failed_copies;
+/* Per-thread counters (base/tally.h): adding is a plain store into the thread's own copy. */
+static struct cell transfers[DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT] TALLY;
+static struct cell syncs[ENTRY_COUNT] TALLY;
+static uint64_t calls[ENTRY_COUNT] TALLY;
+static uint64_t failed_copies TALLY;
 /* The summary writers' buffers are 64 KiB: too large for small thread stacks, hence static and
  * locked. A forked child starts with fresh locks (stats_reset): a parent thread may have held one. */
 static pthread_mutex_t summary_lock = PTHREAD_MUTEX_INITIALIZER, record_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct cell unstaged[UNSTAGED_COUNT];
+static struct cell unstaged[UNSTAGED_COUNT] TALLY;
 static bool active;
 
-static void add(uint64_t *counter, uint64_t v) { __atomic_fetch_add(counter, v, __ATOMIC_RELAXED); }
-static uint64_t get(const uint64_t *counter) { return __atomic_load_n(counter, __ATOMIC_RELAXED); }
+static void add(uint64_t *counter, uint64_t v) { tally_add(counter, v); }
+static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
 
 unsigned stats_bucket(size_t bytes)
 {
@@ -80,11 +82,11 @@ void stats_reset(void)
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     summary_lock = fresh;
     record_lock = fresh;
-    memset(transfers, 0, sizeof transfers);
-    memset(syncs, 0, sizeof syncs);
-    memset(calls, 0, sizeof calls);
-    memset(unstaged, 0, sizeof unstaged);
-    failed_copies = 0;
+    tally_zero(transfers, sizeof transfers);
+    tally_zero(syncs, sizeof syncs);
+    tally_zero(calls, sizeof calls);
+    tally_zero(unstaged, sizeof unstaged);
+    tally_zero(&failed_copies, sizeof failed_copies);
     active = false;
 }
 

@@ -5,8 +5,9 @@
  * Layers above contribute their own part of the summary (staging, the registration cache, the
  * guard) as sections registered from the constructor: the printer calls them, never their
  * internals, so the counters here know nothing of the subsystems that count.
- * Contract: the stats_add_* functions are lock-free and thread-safe (relaxed atomics); the writers
- * read a snapshot that may miss calls still in flight on other threads. */
+ * Contract: the stats_add_* functions are lock-free and thread-safe (per-thread counters,
+ * base/tally.h; a thread's first add may allocate its copy); the writers read a snapshot that may
+ * miss calls still in flight on other threads. */
 #ifndef PINSHIM_STATS_H
 #define PINSHIM_STATS_H
 

@@ -53,6 +53,13 @@ load common
     python3 "$ROOT/tests/helpers/summary_check.py" "$WORK/s.json" "$WORK/shim.out"
 }
 
+@test "300 threads counting at once (more than the per-thread counter copies): exact counts" {
+    FAKECUDA_GBPS=0 PINSHIM_SUMMARY=json PINSHIM_LOG="$WORK/s.json" run_app shim shim timeout 120 "$T/threads" 300 8
+    show shim
+    [ "$(cat "$WORK/shim.rc")" = 0 ]
+    python3 "$ROOT/tests/helpers/summary_check.py" "$WORK/s.json" "$WORK/shim.out"
+}
+
 @test "pinshim.h API through dlsym: counters visible with the shim, absent without" {
     run_app plain noshim "$T/apiprog"
     grep -qx 'pinshim absent' "$WORK/plain.out"
@@ -75,6 +82,8 @@ load common
         read|write|pread|pread64|pwrite|pwrite64|readv|writev|send|sendto|sendmsg|recv|recvfrom|recvmsg) ;; # shim/guard/io_hooks.c
         malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc) ;; # shim/hostmem/alloc.c
         mmap|mmap64|munmap|mremap|madvise) ;; # shim/hostmem/alloc.c
+        __start_pinshim_tally|__stop_pinshim_tally) # the linker's bounds of the counters' section
+            readelf --dyn-syms -W "$SHIM" | grep -E " (LOCAL|HIDDEN) .* $sym\$" >/dev/null || { echo "$sym is visible"; exit 1; };;
         *) echo "unexpected export: $sym"; exit 1;; esac
     done
 }

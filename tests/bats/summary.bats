@@ -37,6 +37,25 @@ assert h2d == 80, h2d  # 5 sizes x 8 rounds x (pageable + pinned)
 PY
 }
 
+@test "host times are nanoseconds: a stream sync that waits for 4 copies of 25 ms each reports 90 ms to the run's length" {
+    t0=$(date +%s%N)
+    FAKECUDA_LATENCY_US=25000 PINSHIM_SUMMARY=json run_app shim shim "$T/logprog" pinned 2
+    t1=$(date +%s%N)
+    show shim
+    grep '^{' "$WORK/shim.err" >"$WORK/s.json"
+    python3 - "$WORK/s.json" "$((t1 - t0))" <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[0])
+wall = int(sys.argv[2])
+sync = [r for r in s["syncs"] if r["call"] == "cuStreamSynchronize"]
+assert len(sync) == 1 and sync[0]["count"] == 1, s["syncs"]
+ns = sync[0]["host_ns"]
+# the copies queued on the stream take at least 4 x 25 ms from their enqueueing, which took
+# microseconds; the sync cannot have lasted longer than the whole process
+assert 90e6 <= ns <= wall, (ns, wall)
+PY
+}
+
 @test "PINSHIM_LOG: %p and %% expand, parent folders are created, the file is appended to" {
     PINSHIM_SUMMARY=json PINSHIM_LOG="$WORK/logs/a/run-%p-100%%.json" run_app shim shim "$T/demo"
     show shim

@@ -1,8 +1,9 @@
 /* wrapcost.c: what each call of a well-written program's hot loop costs, the pattern of PyTorch's
  * .item() on pinned memory (issue #12): a 4-byte cuMemcpyDtoHAsync into pinned memory, then
- * cuStreamSynchronize, cuEventRecord and cuEventQuery. Prints the median ns per call of each, and of
- * the whole iteration, over 9 rounds of N iterations; run it with and without the shim side by side
- * (tests/bench/run_wrapcost.sh). Also the cost of the clocks the shim may read per call.
+ * cuStreamSynchronize, cuEventRecord and cuEventQuery; then each other sync point alone
+ * (cuEventRecordWithFlags, cuEventSynchronize, cuCtxSynchronize). Prints the median ns per call of
+ * each, and of the whole iteration, over 9 rounds of N iterations; run it with and without the
+ * shim side by side (tests/bench/run_wrapcost.sh). Also the cost of the clocks the shim may read.
  * Usage: wrapcost [N] (default 20000). Build: gcc -O2 -I$CUDA_HOME/include wrapcost.c -ldl */
 #define _GNU_SOURCE
 #include <time.h>
@@ -10,10 +11,15 @@
 
 #include "../progs/testutil.h"
 
+/* Rounds are timed by CLOCK_MONOTONIC, or by the thread's CPU time when WRAPCOST_CPUTIME=1: with a
+ * driver that never waits (WRAPCOST_DRIVER=null) that is the same work without the time other
+ * processes of a busy machine took the CPU. */
+static clockid_t round_clock = CLOCK_MONOTONIC;
+
 static double now_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(round_clock, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
@@ -41,6 +47,9 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 20000;
+    const char *cputime = getenv("WRAPCOST_CPUTIME");
+    if (cputime && strcmp(cputime, "1") == 0)
+        round_clock = CLOCK_THREAD_CPUTIME_ID;
     struct test_driver d;
     test_driver_start(&d, "getproc");
     CUstream s;
@@ -63,6 +72,25 @@ int main(int argc, char **argv)
     MEDIAN("whole .item() pattern (copy, sync, record, query)", n,
            CHECK(d.dtoh_async(pinned, dev, 4, s)); CHECK(d.stream_sync(s)); CHECK(d.event_record(e, s));
            (void)d.event_query(e));
+    CUresult (*record_flags)(CUevent, CUstream, unsigned int) =
+        (CUresult(*)(CUevent, CUstream, unsigned int))test_driver_extra(&d, "cuEventRecordWithFlags",
+                                                                         "cuEventRecordWithFlags", 11010);
+    if (record_flags)
+        MEDIAN("cuEventRecordWithFlags", n, CHECK(record_flags(e, s, 0)));
+    MEDIAN("cuEventSynchronize (done)", n, CHECK(d.event_sync(e)));
+    MEDIAN("cuCtxSynchronize (idle)", n, CHECK(d.ctx_sync()));
+    /* A program that also copies a pageable buffer again and again: pin-on-reuse registers it (the
+     * shim's default register_after is 3 copies), and the pinned copies above run beside a live
+     * registration. */
+    size_t big = 4u << 20;
+    char *pageable = malloc(big);
+    CUdeviceptr dev_big;
+    CHECK(d.mem_alloc(&dev_big, big));
+    memset(pageable, 1, big);
+    for (int i = 0; i < 4; i++)
+        CHECK(d.htod(dev_big, pageable, big));
+    MEDIAN("D2H async into pinned + sync, a registration live", n,
+           CHECK(d.dtoh_async(pinned, dev, 4, s)); CHECK(d.stream_sync(s)));
     (void)sink;
     return 0;
 }

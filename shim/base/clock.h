@@ -1,0 +1,75 @@
+/* clock.h: the interval clock of the hot paths. Every wrapper times its real call; two
+ * clock_gettime(CLOCK_MONOTONIC) reads cost 40-80 ns there (issue #12), two reads of the time-stamp
+ * counter a quarter of that. So durations are taken in ticks: the TSC where the CPU says it is
+ * invariant (constant rate, runs in every power state) and reading it is cheaper than the clock,
+ * CLOCK_MONOTONIC nanoseconds otherwise (a TSC the kernel keeps time with counts as invariant when
+ * the constructor chooses: hypervisors may hide the CPUID bit). Ticks become nanoseconds with a
+ * factor calibrated against CLOCK_MONOTONIC: provisionally on each conversion until the first read
+ * is 10 ms old, then once (32.32 fixed point: one integer multiply per conversion).
+ * Absolute times (log timestamps) keep using pinshim_now_ns() (common.h).
+ * Contract: thread-safe, lock-free, async-signal-safe (cpuid, rdtsc, clock_gettime only), usable
+ * before the shim is initialized: the choice is made at the first read and never changes. */
+#ifndef PINSHIM_CLOCK_H
+#define PINSHIM_CLOCK_H
+
+#include <stdint.h>
+
+#include "common.h"
+
+enum clock_mode { CLOCK_MODE_UNSET, CLOCK_MODE_MONO, CLOCK_MODE_TSC };
+
+/* The mode chosen (CLOCK_MODE_UNSET until the first read) and the factor once calibrated (0 before):
+ * one cache line, read by every wrapper. */
+struct pinshim_clock {
+    int mode;
+    uint64_t ns_per_tick_q32; /* nanoseconds per tick << 32 */
+    uint64_t tsc0, mono0; /* the first read: where calibration starts (valid once anchored) */
+    int anchored;
+} __attribute__((aligned(64)));
+extern struct pinshim_clock pinshim_clock;
+
+/* Chooses the mode (first read only) and returns it: from CPUID alone (async-signal-safe). */
+int pinshim_clock_choose(void);
+
+/* The same from the constructor, which may also ask the kernel which clock it trusts (sysfs). */
+int pinshim_clock_init(void);
+
+static inline uint64_t pinshim_rdtsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_ia32_rdtsc();
+#else
+    return 0;
+#endif
+}
+
+/* Now, in ticks: only differences of two reads mean anything (pinshim_ticks_ns). */
+static inline uint64_t pinshim_ticks(void)
+{
+    int mode = __atomic_load_n(&pinshim_clock.mode, __ATOMIC_RELAXED);
+    if (PINSHIM_UNLIKELY(mode == CLOCK_MODE_UNSET))
+        mode = pinshim_clock_choose();
+    return mode == CLOCK_MODE_TSC ? pinshim_rdtsc() : pinshim_now_ns();
+}
+
+/* The provisional factor (before calibration ends); calibrates when the first read is old enough. */
+uint64_t pinshim_clock_calibrate(void);
+
+/* Nanoseconds between two reads t0 <= t1 of pinshim_ticks() (0 if a migration between CPUs made
+ * them run backwards). */
+static inline uint64_t pinshim_ticks_ns(uint64_t t0, uint64_t t1)
+{
+    if (PINSHIM_UNLIKELY(t1 < t0))
+        return 0;
+    if (__atomic_load_n(&pinshim_clock.mode, __ATOMIC_RELAXED) != CLOCK_MODE_TSC)
+        return t1 - t0;
+    uint64_t f = __atomic_load_n(&pinshim_clock.ns_per_tick_q32, __ATOMIC_RELAXED);
+    if (PINSHIM_UNLIKELY(f == 0))
+        f = pinshim_clock_calibrate();
+    return (uint64_t)(((unsigned __int128)(t1 - t0) * f) >> 32);
+}
+
+/* Nanoseconds since t0, a read of pinshim_ticks(). */
+static inline uint64_t pinshim_ticks_since(uint64_t t0) { return pinshim_ticks_ns(t0, pinshim_ticks()); }
+
+#endif
