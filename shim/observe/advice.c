@@ -409,6 +409,10 @@ static size_t compute(struct item *items, size_t max)
                 append(m, len, &used, ", about %s faster than the driver's pageable path would have been (an "
                        "estimate from this process's own pageable copies of that size)",
                        units_ns((uint64_t)(without - (double)shim_ns), b1, sizeof b1));
+            else if (known)
+                append(m, len, &used, ", about %s slower than the driver's pageable path would have been (an "
+                       "estimate from this process's own pageable copies of that size)",
+                       units_ns((uint64_t)((double)shim_ns - without), b1, sizeof b1));
             else if (!known)
                 append(m, len, &used, " (what that saved is not estimated: no pageable copy of that size went "
                        "through the driver in this process)");
