@@ -112,7 +112,7 @@ static uint64_t saving_ns(const struct bandwidth *bw, uint64_t bytes)
 
 struct item {
     const char *rule;
-    char message[1280];
+    char message[2048];
     uint64_t saving_ns;
 };
 
@@ -417,8 +417,14 @@ static size_t compute(struct item *items, size_t max)
                 append(m, len, &used, " (what that saved is not estimated: no pageable copy of that size went "
                        "through the driver in this process)");
         }
-        append(m, len, &used, "; fix: %s; pinning would save about %s more (%s)", fixes[fw][main_side],
-               units_ns(saving, b1, sizeof b1), src);
+        /* a site that copies both ways (PyTorch's copy_ does) gets both fixes, the main direction first */
+        int other = 1 - main_side;
+        if (all_bytes[other] * 10 >= all_bytes[main_side])
+            append(m, len, &used, "; fix for %s: %s; for %s: %s", main_side == SIDE_H2D ? "h2d" : "d2h",
+                   fixes[fw][main_side], other == SIDE_H2D ? "h2d" : "d2h", fixes[fw][other]);
+        else
+            append(m, len, &used, "; fix: %s", fixes[fw][main_side]);
+        append(m, len, &used, "; pinning would save about %s more (%s)", units_ns(saving, b1, sizeof b1), src);
         items[n].rule = "site";
         items[n].saving_ns = saving;
         n++;
@@ -435,7 +441,7 @@ void advice_write_text(int fd)
 {
     struct item *items = advice_items;
     size_t n = compute(items, ADVICE_ITEMS);
-    char line[1536];
+    char line[2304];
     int pid = (int)getpid();
     for (size_t i = 0; i <= n; i++) {
         int len = i < n ? snprintf(line, sizeof line, "==%d== advice: %s\n", pid, items[i].message)
