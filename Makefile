@@ -26,7 +26,8 @@ FAKE_LIB  := $(BUILD)/fakecuda/libcuda.so.1
 
 PROG_SRC  := $(wildcard tests/progs/*.c)
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
-TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so
+TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so \
+             $(BUILD)/tests/libframecopy.so
 
 .PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads install clean conformance
 all: $(BUILD)/libpinshim.so

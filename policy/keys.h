@@ -14,7 +14,7 @@
     X(STRING, log, "", "",                                                                     \
       "JSON Lines log file: header, per-transfer records, summary record last (%p pid, %h host, %r rank, %t start time, %% a %); empty = summary on stderr") \
     X(ENUM, log_level, "transfers", "summary|transfers",                                       \
-      "what the log holds: header and summary only (summary), or also one record per transfer (transfers)") \
+      "what the log holds: header, the call sites' module records and summary only (summary), or also one record per transfer (transfers)") \
     X(SIZE, log_min_bytes, "0", "",                                                            \
       "transfers smaller than this get no record of their own in the log (they are still counted)") \
     X(SIZE, log_buffer_bytes, "8M", "",                                                        \

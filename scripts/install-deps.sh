@@ -3,7 +3,8 @@
 # (test) needs are installed. As root with apt-get it installs the missing ones and checks again;
 # otherwise it names them and the apt-get line, and fails (status 1).
 #   build: gcc (the C compiler, CC), make, libc6-dev (C headers), uthash-dev (uthash.h)
-#   test:  build's, plus bats (the test runner), python3 (scripts and helpers), binutils (readelf);
+#   test:  build's, plus bats (the test runner), python3 (scripts and helpers), binutils (readelf;
+#          addr2line, which pinshim-report uses to name call sites);
 #          chromium is optional (the HTML report's browser test is skipped without it): installed
 #          as root when possible, never a failure.
 # The CUDA headers (cuda.h under CUDA_HOME, default /usr/local/cuda) are not a Debian main package:
@@ -43,7 +44,7 @@ find_missing() {
     if [ "$mode" = test ]; then
         command -v bats >/dev/null 2>&1 || missing="$missing bats"
         command -v python3 >/dev/null 2>&1 || missing="$missing python3"
-        command -v readelf >/dev/null 2>&1 || missing="$missing binutils"
+        { command -v readelf && command -v addr2line; } >/dev/null 2>&1 || missing="$missing binutils"
     fi
     return 0
 }

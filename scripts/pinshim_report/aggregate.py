@@ -25,6 +25,8 @@ MAX_SITES = 20000            # distinct (call site, operation) rows kept per agg
 MAX_LANES = 16               # timeline lanes (device, stream) per process; more streams share one lane
 MAX_SIGNATURES = 20000       # groups of copies a section holds before adding them to the aggregate
 MAX_ADVICE = 5000            # distinct advice messages kept
+MAX_MODULES = 10000          # distinct module records (name, path, build-id, base) kept
+MAX_DEVICE_ROWS = 100000     # (host, device, dir) rows kept
 CEILING_MIN_BYTES = MIB      # copies at least this large measure the link's pinned bandwidth
 PINNED_KINDS = ("pinned", "registered")
 OTHER_SITES = ("(other sites)", None, None)
@@ -212,6 +214,9 @@ class Aggregate:
         self.staging = {}          # summary's staging counters, summed
         self.registration = {}     # summary's pin-on-reuse counters, summed
         self.py_sites = False
+        self.modules = {}          # module name -> {(path, build_id or None, base_vaddr): framework}
+        self.devices = {}          # (host, device or None, dir) -> [count, bytes, ns]
+        self.device_procs = {}     # (host, device or None) -> processes
 
     def merge(self, other):
         for key, entry in other.buckets.items():
@@ -254,6 +259,32 @@ class Aggregate:
             for key, v in theirs.items():
                 mine[key] = mine.get(key, 0) + v
         self.py_sites = self.py_sites or other.py_sites
+        for name, files in other.modules.items():
+            for key, framework in files.items():
+                self.add_module_file(name, key, framework)
+        for key, row in other.devices.items():
+            if key in self.devices or len(self.devices) < MAX_DEVICE_ROWS:
+                add_counts(self.devices, key, row)
+        for key, n in other.device_procs.items():
+            self.device_procs[key] = self.device_procs.get(key, 0) + n
+
+    def add_module_file(self, name, key, framework):
+        files = self.modules.get(name)
+        if files is None:
+            if len(self.modules) >= MAX_MODULES:
+                return
+            files = self.modules[name] = {}
+        files.setdefault(key, framework)
+
+    def add_module(self, record):
+        """A module record: where the call sites of one module can be symbolized."""
+        name, path = record.get("name"), record.get("path")
+        if not isinstance(name, str) or not isinstance(path, str) or not path:
+            return
+        build = record.get("build_id") if isinstance(record.get("build_id"), str) else None
+        base = record.get("base_vaddr") if is_int(record.get("base_vaddr")) else 0
+        framework = record.get("framework") if isinstance(record.get("framework"), str) else None
+        self.add_module_file(name, (path, build, base), framework)
 
     # --- the less common parts of a transfer record (called from scan_file) ---
 
@@ -319,6 +350,11 @@ class Aggregate:
         if rows_too:
             self._add_summary_rows(info, summary)
 
+    def add_device_row(self, info, device, direction, row):
+        key = (info.host, device, direction)
+        if key in self.devices or len(self.devices) < MAX_DEVICE_ROWS:
+            add_counts(self.devices, key, row)
+
     def _add_pinned_gbps(self, value):
         """A measured pinned bandwidth from a summary: its "link" list (the shim's link_probe:
         [{"device": n, "h2d_gbps": x, "d2h_gbps": y}]) or a "pinned_gbps" field: a number,
@@ -342,6 +378,9 @@ class Aggregate:
                 bucket = r.get("bucket_min") if is_int(r.get("bucket_min")) else 0
                 key = (r["dir"], r["host_kind"], str(r.get("action") or "pass"), bucket)
                 add_counts(self.summary_rows, key, (r["count"], r["bytes"], r["host_ns"]))
+                device = str(r["device"]) if is_int(r.get("device")) else None
+                self.add_device_row(info, device, r["dir"], (r["count"], r["bytes"], r["host_ns"]))
+                info.devices.add(device)
                 info.count += r["count"]
                 info.bytes += r["bytes"]
                 info.host_ns += r["host_ns"]
@@ -438,6 +477,7 @@ class Section:
             info.device_count += sig[S_DEV_COUNT]
             info.device_ns += sig[S_DEV_NS]
             info.devices.add(device)
+            agg.add_device_row(info, device, direction, sig[:3])
             skey = (site, func, py_site, direction, kind, action, is_async)
             if skey not in agg.sites and len(agg.sites) >= MAX_SITES:
                 skey = OTHER_SITES + skey[3:]
@@ -458,6 +498,9 @@ class Section:
         info.end_ns = max([lane.end() for lane in info.lanes.values()] or [0])
         for key in self.sites_seen:
             agg.site_processes[key] = agg.site_processes.get(key, 0) + 1
+        for device in info.devices:
+            key = (info.host, device)
+            agg.device_procs[key] = agg.device_procs.get(key, 0) + 1
 
 
 def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
@@ -498,6 +541,8 @@ def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
                 until = None if selection.until_ns is None else selection.until_ns - offset
                 for sink in sinks:
                     sink.begin_process(info.section, t)
+        elif kind == "module":
+            agg.add_module(t)          # whatever the selection: a module names sites of any process
         elif section is None:
             return
         elif kind == "summary":

@@ -8,9 +8,14 @@ and never recompute:
 - ceilings: per direction the measured pinned bandwidth and where it comes from;
 - savings: what staging and pin-on-reuse saved and what pinning the rest would save, each with how
   it was estimated;
-- sites: call sites merged across processes, each with the fix it needs; advice; syncs.
-Estimates say how they were made in their `how` text; nothing here reads a file."""
-from . import aggregate
+- sites: call sites merged across processes, each with its native frame named where the module
+  can be symbolized (symbols.py: function, file:line) and the fix it needs, in the terms of the
+  framework whose module made the copy (PyTorch, CuPy, JAX, CUDA C); symbol_notes say what could
+  not be symbolized and why; advice; syncs;
+- devices: copies by host, device ordinal and direction.
+Estimates say how they were made in their `how` text; nothing here reads a log file (the
+symbolizer reads the modules' files and runs addr2line, unless symbolize is False)."""
+from . import aggregate, symbols
 from .aggregate import (COUNT, D_BYTES, D_COUNT, D_MAX, D_MIN, D_NS, D_NS_SQ, D_TIMES, DEV, MAX_B, MAX_NS, MIN_B,
                         MIN_NS, NBYTES, NS, NS_SQ, BYTES_SQ, SIZES, TIMES)
 from .sketch import Dist
@@ -320,7 +325,9 @@ def savings(agg, ceiling):
 
 
 class Site:
-    """A call site merged across processes: totals, host kinds, its operations, and the fix."""
+    """A call site merged across processes: totals, host kinds, its operations, its named frame
+    (symbols.Frame, None when it could not be named), the framework that made its copies, and the
+    fix."""
 
     def __init__(self, key):
         self.site, self.func, self.py_site = key
@@ -330,14 +337,67 @@ class Site:
         self.processes = 0
         self.fix = ""
         self.est_saving_ns = None
+        self.frame = None
+        self.framework = "cuda"
+
+    @property
+    def native(self):
+        """'function at file:line (module+0xoffset)' when named, else 'module+0xoffset  symbol'."""
+        if self.frame is not None:
+            return "%s (%s)" % (self.frame.text(), self.site)
+        return self.site + ("  " + self.func if self.func else "")
 
     @property
     def label(self):
-        native = self.site + ("  " + self.func if self.func else "")
-        return "%s (%s)" % (self.py_site, native) if self.py_site else native
+        return "%s (%s)" % (self.py_site, self.native) if self.py_site else self.native
 
 
-def sites(agg, ceiling):
+# The framework a module belongs to, from its path or name (as the shim's modules.c decides).
+FRAMEWORK_RULES = (("pytorch", "/torch/"), ("pytorch", "libtorch"), ("pytorch", "libc10"), ("cupy", "cupy"),
+                   ("jax", "jaxlib"), ("jax", "/jax"), ("jax", "xla"))
+FRAMEWORK_TITLES = {"cuda": "CUDA C", "pytorch": "PyTorch", "cupy": "CuPy", "jax": "JAX"}
+
+
+def framework_of(text):
+    for framework, piece in FRAMEWORK_RULES:
+        if piece in text:
+            return framework
+    return "cuda"
+
+
+def site_framework(site, modules):
+    """The framework that made a site's copies: the module record's, else from the module's name."""
+    parts = symbols.split_site(site.site)
+    if parts is None:
+        return "cuda"
+    files = modules.get(parts[0]) or {}
+    for (path, _build, _base), framework in files.items():
+        if framework in FRAMEWORK_TITLES:
+            return framework
+        return framework_of(path)
+    return framework_of(parts[0])
+
+
+def name_frames(merged, modules, symbolize=True):
+    """Names the sites' native frames (one addr2line call per module); returns the notes."""
+    wanted = {}
+    for s in merged:
+        parts = symbols.split_site(s.site)
+        if parts is not None:
+            wanted.setdefault(parts[0], set()).add(parts[1])
+    if not symbolize or not wanted:
+        return []
+    files = {name: set(found) for name, found in modules.items()}
+    frames, notes = symbols.symbolize(files, wanted)
+    for s in merged:
+        parts = symbols.split_site(s.site)
+        if parts is not None:
+            s.frame = frames.get(parts)
+    return notes
+
+
+def sites(agg, ceiling, symbolize=True):
+    """The merged sites, most host time first, and the symbolizer's notes."""
     merged = {}
     for (site, func, py_site, direction, kind, action, is_async), (count, nbytes, ns) in agg.sites.items():
         key = (site or "?", func, py_site)
@@ -353,14 +413,66 @@ def sites(agg, ceiling):
         s = merged.get((key[0] or "?",) + key[1:])
         if s is not None:
             s.processes += n
+    ref = pageable_reference(agg)
     for s in merged.values():
-        s.fix, s.est_saving_ns = site_fix(s, ceiling)
-    return sorted(merged.values(), key=lambda s: (-s.host_ns, s.site, s.func or "", s.py_site or ""))
+        s.framework = site_framework(s, agg.modules)
+        s.fix, s.est_saving_ns = site_fix(s, ceiling, ref)
+    out = sorted(merged.values(), key=lambda s: (-s.host_ns, s.site, s.func or "", s.py_site or ""))
+    return out, name_frames(out, agg.modules, symbolize)
 
 
-def site_fix(site, ceiling):
+# The fix in the terms of the framework that made the copy, per direction.
+FIXES = {
+    ("pytorch", "h2d"): "in PyTorch: DataLoader(pin_memory=True) for batches, or tensor.pin_memory() once for a tensor "
+                        "copied again and again, then .to(\"cuda\", non_blocking=True)",
+    ("pytorch", "d2h"): "in PyTorch: .to(\"cpu\") allocates a fresh pageable tensor you cannot pin; preallocate a pinned "
+                        "tensor once (torch.empty(..., pin_memory=True)) and out.copy_(t, non_blocking=True) into it, "
+                        "synchronizing before reading it",
+    ("cupy", "h2d"): "in CuPy: build the host array in pinned memory (cupyx.empty_pinned, or the pinned memory pool) "
+                     "and copy it with ndarray.set(host, stream=s)",
+    ("cupy", "d2h"): "in CuPy: a.get(out=pinned, stream=s) into an array from cupyx.empty_pinned instead of "
+                     "cupy.asnumpy into fresh memory",
+    ("jax", "h2d"): "in JAX: keep the data on the device (one jax.device_put, the array reused), or host data in "
+                    "pinned host memory (a sharding with memory_kind=\"pinned_host\")",
+    ("jax", "d2h"): "in JAX: np.asarray copies into fresh pageable memory; fetch less often, or move results to "
+                    "pinned host memory (a sharding with memory_kind=\"pinned_host\")",
+    ("cuda", "h2d"): "in CUDA C: cudaMallocHost/cudaHostAlloc the source, or cudaHostRegister a buffer copied again "
+                     "and again, and cudaMemcpyAsync on a stream",
+    ("cuda", "d2h"): "in CUDA C: copy into a destination from cudaMallocHost/cudaHostAlloc, or cudaHostRegister it "
+                     "once, with cudaMemcpyAsync on a stream and a synchronize before reading it",
+}
+
+
+def framework_fix(framework, direction):
+    fix = FIXES.get((framework, direction)) or FIXES.get(("cuda", direction))
+    return fix or ""
+
+
+def shim_saving(site, ref):
+    """(ns the shim's staging and registrations saved at this site against the driver's pageable
+    path, estimated, or None; how): its staged and registered copies at the pageable bandwidth these
+    logs' own pass copies got in the comparable bucket nearest to their mean size."""
+    saved, used = 0.0, []
+    for (direction, kind, action, _async), (count, nbytes, ns) in sorted(site.classes.items(), key=str):
+        if kind != "pageable" or action not in ("staged", "registered") or not count:
+            continue
+        per_bucket = ref.get(direction)
+        bucket = aggregate.bucket_min(nbytes // count)
+        if not per_bucket:
+            return None, None
+        near = nearest_bucket(per_bucket, bucket)
+        if not comparable(near, bucket):
+            return None, None
+        rc, rb, rns = per_bucket[near]
+        saved += nbytes * rns / rb - ns
+        used.append("%s %s: pageable %.2f GB/s from %s pass copies of %s" % (
+            action, direction, rb / rns, "{:,}".format(rc), bucket_label(near)))
+    return (int(saved), "; ".join(used)) if used else (None, None)
+
+
+def site_fix(site, ceiling, ref=None):
     """(what to do at this call site, estimated saving in ns or None), from the operation that
-    takes most of its time."""
+    takes most of its time; for pageable memory in the terms of the site's framework."""
     (direction, kind, action, is_async), (count, nbytes, ns) = max(
         site.classes.items(), key=lambda kv: (kv[1][2], str(kv[0])))
     c = ceiling.get(direction)
@@ -371,17 +483,25 @@ def site_fix(site, ceiling):
                 "cost that pinning does not remove)" % ("{:,}".format(count), size_label(nbytes // count)), None)
     if direction in ("d2d", "peer") or kind == "device":
         return "device-side copy: not a host transfer; nothing to pin", None
+    fix = framework_fix(site.framework, direction)
     if kind == "pageable" and action == "pass":
         if is_async:
-            return ("async copy of pageable memory: it ran synchronously; pin the buffer (pin_memory(), "
-                    "cudaHostAlloc, cudaHostRegister) so it can overlap", saving)
-        return "pageable memory: pin or register the buffer (pin_memory(), cudaHostAlloc, cudaHostRegister)", saving
-    if kind == "pageable" and action == "staged":
-        return ("staged by the shim through its pinned pool; allocating the buffer pinned would save the "
-                "staging memcpy", saving)
-    if kind == "pageable" and action == "registered":
-        return ("registered by pin-on-reuse after its first copies; allocate it pinned from the start "
-                "(pin_memory(), cudaHostAlloc) to skip those", None)
+            return ("async copy of pageable memory: it ran synchronously; pin the buffer so it can overlap (%s)"
+                    % fix, saving)
+        return "pageable memory: pin or register the buffer (%s)" % fix, saving
+    if kind == "pageable" and action in ("staged", "registered"):
+        done, how = shim_saving(site, ref or {})
+        did = ("staged by the shim through its pinned pool" if action == "staged"
+               else "registered by pin-on-reuse after its first copies")
+        if done is not None and done >= 0:
+            did += (", about %s faster than the driver's pageable path would have been without the shim (estimate: %s)"
+                    % (duration_text(done), how))
+        elif done is not None:
+            did += ", about %s slower than the driver's pageable path (estimate: %s)" % (duration_text(-done), how)
+        else:
+            did += (" (what that saved is not estimated: no pageable copy of a comparable size passed through "
+                    "in these logs)")
+        return "%s; to need no shim: %s" % (did, fix), saving if action == "staged" else None
     if kind == "managed":
         return "managed memory: prefetch it (cudaMemPrefetchAsync) rather than copy", None
     if kind in ("pinned", "registered") and is_async is False:
@@ -392,10 +512,31 @@ def site_fix(site, ceiling):
     return "", None
 
 
+def duration_text(ns):
+    for unit, factor in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= factor:
+            return "%.3g %s" % (ns / factor, unit)
+    return "%d ns" % ns
+
+
+class DeviceRow:
+    """Copies of one (host, device ordinal or None, direction)."""
+
+    def __init__(self, key, row, processes):
+        (self.host, self.device, self.direction), (self.count, self.bytes, self.host_ns) = key, row
+        self.processes = processes
+
+
+def devices(agg):
+    rows = [DeviceRow(key, row, agg.device_procs.get(key[:2], 0)) for key, row in agg.devices.items()]
+    return sorted(rows, key=lambda r: (r.host, r.device is None, int(r.device) if r.device and r.device.isdigit() else 0,
+                                       str(r.device), r.direction))
+
+
 class Report:
     """Every derived view (see the module's contract)."""
 
-    def __init__(self, result, files, selection, top, base_wall_ns):
+    def __init__(self, result, files, selection, top, base_wall_ns, symbolize=True):
         agg = result.agg
         self.files, self.selection, self.top = files, selection, top
         self.base_wall_ns = base_wall_ns          # the earliest process start: the timeline's origin
@@ -409,7 +550,8 @@ class Report:
         self.classes = classes(agg)
         self.ceilings = ceilings(agg)
         self.savings = savings(agg, self.ceilings)
-        self.sites = sites(agg, self.ceilings)
+        self.sites, self.symbol_notes = sites(agg, self.ceilings, symbolize)
+        self.devices = devices(agg)
         self.advice = sorted(({"rule": k[0], "message": k[1], "processes": v[0], "est_saving_ns": v[1]}
                               for k, v in agg.advice.items()),
                              key=lambda a: (-a["est_saving_ns"], a["rule"], a["message"]))
@@ -420,5 +562,5 @@ class Report:
         self.summary_only = [p for p in self.processes if p.source == "summary"]
 
 
-def build(result, files, selection, top, base_wall_ns):
-    return Report(result, files, selection, top, base_wall_ns)
+def build(result, files, selection, top, base_wall_ns, symbolize=True):
+    return Report(result, files, selection, top, base_wall_ns, symbolize)

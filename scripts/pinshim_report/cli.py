@@ -88,6 +88,9 @@ def parse_args(argv):
     out.add_argument("--csv", metavar="DIR", help="write every table as a CSV file in DIR (raw bytes and ns)")
     out.add_argument("--text", action="store_true", help="print the text tables too when another output is given")
     out.add_argument("--top", type=positive, default=10, metavar="N", help="call sites shown (default 10)")
+    out.add_argument("--no-symbols", action="store_true",
+                     help="leave call sites as module+offset (by default each module's file is found, its build-id "
+                     "checked against the log's, and its sites named with addr2line: function, file:line)")
     sel = parser.add_argument_group("selection (repeatable; lists like 0,2,5-7)")
     sel.add_argument("--rank", type=id_list, action="append", metavar="LIST", help="only these ranks")
     sel.add_argument("--pid", type=id_list, action="append", metavar="LIST", help="only these process ids")
@@ -200,7 +203,7 @@ def main(argv):
                 for line in message.splitlines():
                     stream.warn(line)
             return EXIT_INPUT
-        report = analysis.build(result, files, selection, args.top, options.base_wall_ns)
+        report = analysis.build(result, files, selection, args.top, options.base_wall_ns, not args.no_symbols)
         if args.sqlite:
             from . import sqlite_export
             write_output(args.sqlite, lambda path: sqlite_export.finish(scratch, report, path))

@@ -52,7 +52,7 @@ def where_it_went(report, tables):
     out.append('<p class="note">Host time is the time inside the copy calls. Bandwidth is from device time where '
                'device_timing sampled copies, else from the host time of sync copies; async copies without device '
                'timing get none (their host time is the time to enqueue them).</p>')
-    for name in ("savings", "ceilings", "fixes", "syncs"):
+    for name in ("devices", "savings", "ceilings", "fixes", "syncs"):
         if name in tables:
             out.append(section(None, tables[name]))
     if not report.syncs:

@@ -9,7 +9,7 @@ with INSERT ... SELECT, processes numbered 1.. in the report's order (rank order
             transfers, bytes, host_ns, failed_copies, dropped, log_file, log_line)
   transfers(process_id, seq, t_ns, wall_ns, host_ns, device_ns, entry, dir, bytes, src_kind,
             dst_kind, host_kind, async, stream, device, action, tid, site, func, py_site)
-  summary_transfers(process_id, dir, host_kind, bucket_min, action, count, bytes, host_ns)
+  summary_transfers(process_id, dir, host_kind, bucket_min, action, count, bytes, host_ns, device)
   summary_sites(process_id, site, func, py_site, count, bytes, host_ns, kinds)
   summary_syncs(process_id, call, count, host_ns)
   advice(process_id, rule, message, est_saving_ns)
@@ -35,7 +35,7 @@ CREATE TABLE transfers(process_id INTEGER, seq INTEGER, t_ns INTEGER, wall_ns IN
     device_ns INTEGER, entry TEXT, dir TEXT, bytes INTEGER, src_kind TEXT, dst_kind TEXT, host_kind TEXT,
     async INTEGER, stream TEXT, device INTEGER, action TEXT, tid INTEGER, site TEXT, func TEXT, py_site TEXT);
 CREATE TABLE summary_transfers(process_id INTEGER, dir TEXT, host_kind TEXT, bucket_min INTEGER, action TEXT,
-    count INTEGER, bytes INTEGER, host_ns INTEGER);
+    count INTEGER, bytes INTEGER, host_ns INTEGER, device INTEGER);
 CREATE TABLE summary_sites(process_id INTEGER, site TEXT, func TEXT, py_site TEXT, count INTEGER, bytes INTEGER,
     host_ns INTEGER, kinds TEXT);
 CREATE TABLE summary_syncs(process_id INTEGER, call TEXT, count INTEGER, host_ns INTEGER);
@@ -107,10 +107,11 @@ class PartWriter:
             s = self.summaries.get(p.section) or {}
             for r in s.get("transfers") or []:
                 if isinstance(r, dict) and all(is_int(r.get(k)) for k in ("count", "bytes", "host_ns")):
-                    db.execute("INSERT INTO summary_transfers VALUES (?,?,?,?,?,?,?,?)",
+                    db.execute("INSERT INTO summary_transfers VALUES (?,?,?,?,?,?,?,?,?)",
                                (p.section, str(r.get("dir")), str(r.get("host_kind")),
                                 r.get("bucket_min") if is_int(r.get("bucket_min")) else None,
-                                str(r.get("action") or "pass"), r["count"], r["bytes"], r["host_ns"]))
+                                str(r.get("action") or "pass"), r["count"], r["bytes"], r["host_ns"],
+                                r.get("device") if is_int(r.get("device")) else None))
             for r in s.get("sites") or []:
                 if isinstance(r, dict) and all(is_int(r.get(k)) for k in ("count", "bytes", "host_ns")):
                     db.execute("INSERT INTO summary_sites VALUES (?,?,?,?,?,?,?,?)",

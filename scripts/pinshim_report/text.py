@@ -173,19 +173,42 @@ def process_table(report):
     return Table("processes", "Processes", columns, rows)
 
 
+FRAMEWORK_TITLES = {"cuda": "CUDA C", "pytorch": "PyTorch", "cupy": "CuPy", "jax": "JAX"}
+
+
 def site_table(report):
     shown = report.sites[:report.top]
     total = report.total_ns
     rows = []
     for s in report.sites:
         kinds = ", ".join("%s %d" % kv for kv in sorted(s.kinds.items(), key=lambda kv: (-kv[1], kv[0])))
-        rows.append([s.host_ns, s.host_ns, s.count, s.bytes, s.processes, kinds or "-", s.label])
+        frame = s.frame
+        rows.append([s.host_ns, s.host_ns, s.count, s.bytes, s.processes, kinds or "-",
+                     FRAMEWORK_TITLES.get(s.framework, s.framework), s.label, s.site,
+                     frame.function if frame else None, frame.file_line if frame else None])
     columns = [Column("Time (%)", "time_percent", percent(total)), Column("Total Time (us)", "host_ns", scaled(1e3, 1)),
                Column("Count", "count", num), Column("Total (MB)", "total_bytes", scaled(MB, 3)),
                Column("Procs", "processes"), Column("Host kinds", "host_kinds", left=True),
-               Column("Site  Function", "site", left=True)]
+               Column("Framework", "framework", shown=False), Column("Site  Function", "label", left=True),
+               Column("Native site", "site", left=True, shown=False), Column("Function", "function", shown=False),
+               Column("File:line", "file_line", shown=False)]
     return Table("sites", "Top call sites by host time in copies (%d of %d)" % (len(shown), len(report.sites)),
-                 columns, rows[:len(shown)], all_rows=rows)
+                 columns, rows[:len(shown)], report.symbol_notes, all_rows=rows)
+
+
+def device_table(report):
+    """Copies by host, device ordinal and direction: a process driving several GPUs shows each."""
+    all_rows = [[r.host, r.device, r.direction, r.count, r.bytes, r.host_ns, r.processes] for r in report.devices]
+    limit = max(report.top, 64)
+    columns = [Column("Host", "host", left=True), Column("Device", "device", lambda v: "?" if v is None else v),
+               Column("Dir", "dir", left=True), Column("Count", "count", num),
+               Column("Total (MB)", "total_bytes", scaled(MB, 3)), Column("Host time (ms)", "host_ns", scaled(1e6, 3)),
+               Column("Procs", "processes")]
+    notes = ["Device: the ordinal of the copy's context on its host ('?': unknown)."]
+    if len(all_rows) > limit:
+        notes.append("%d more rows in the CSV file (--csv)" % (len(all_rows) - limit))
+    return Table("devices", "Copies by device (host, device ordinal, direction)", columns, all_rows[:limit], notes,
+                 all_rows)
 
 
 def advice_table(report):
@@ -242,13 +265,14 @@ def ceiling_table(report):
 
 
 def fix_table(report):
-    all_rows = [[s.host_ns, s.host_ns, s.est_saving_ns, s.label, s.fix] for s in report.sites]
+    all_rows = [[s.host_ns, s.host_ns, s.est_saving_ns, s.label, FRAMEWORK_TITLES.get(s.framework, s.framework), s.fix]
+                for s in report.sites]
     columns = [Column("Time (%)", "time_percent", percent(report.total_ns)),
                Column("Host time (ms)", "host_ns", scaled(1e6, 3)),
                Column("Est. saving (ms)", "est_saving_ns", scaled(1e6, 3)), Column("Site", "site", left=True),
-               Column("Fix", "fix", left=True)]
+               Column("Framework", "framework", shown=False), Column("Fix", "fix", left=True)]
     return Table("fixes", "Top call sites and the fix each needs", columns, all_rows[:report.top],
-                 all_rows=all_rows)
+                 report.symbol_notes, all_rows=all_rows)
 
 
 def sync_table(report):
@@ -260,7 +284,10 @@ def sync_table(report):
 
 def tables(report):
     """Every table, in the text report's order."""
-    out = [where_table(report), savings_table(report), ceiling_table(report)]
+    out = [where_table(report)]
+    if report.devices:
+        out.append(device_table(report))
+    out += [savings_table(report), ceiling_table(report)]
     if report.sites:
         out.append(fix_table(report))
     if report.syncs:

@@ -65,6 +65,7 @@ struct copy {
     bool reg_overlap;         /* the host side lies in memory the registration cache pinned */
     struct alloc_rec *reg_rec; /* the cache's record this copy uses directly (held until after it) */
     bool completed;           /* the shim already waited for the copy: nothing more to wait for */
+    int32_t device;           /* ordinal of the calling thread's current context's device; -1 unknown */
 };
 
 #endif

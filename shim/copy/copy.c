@@ -5,6 +5,7 @@
 #include "guard/guard.h"
 #include "hostmem/memkind.h"
 #include "hostmem/regcache.h"
+#include "observe/ctxdev.h"
 #include "observe/log.h"
 #include "observe/stats.h"
 
@@ -22,6 +23,7 @@ void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, en
     c->action = ACTION_PASS;
     c->unstaged = UNSTAGED_NONE;
     c->completed = false;
+    c->device = ctxdev_current(); /* cached per thread and context (observe/ctxdev.h) */
     c->dst_kind = dst_kind == KIND_UNKNOWN ? memkind_of(dst) : dst_kind;
     c->src_kind = src_kind == KIND_UNKNOWN ? memkind_of(src) : src_kind;
     regcache_view(c); /* memory the cache pinned is still pageable to the program */
@@ -45,7 +47,7 @@ void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, en
 void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)
 {
     if (result == CUDA_SUCCESS) {
-        stats_add_transfer(c->dir, c->host_kind, c->bytes, c->action, host_ns);
+        stats_add_transfer(c->device, c->dir, c->host_kind, c->bytes, c->action, host_ns);
         if (c->unstaged != UNSTAGED_NONE)
             stats_add_unstaged(c->unstaged, c->bytes);
     } else

@@ -6,6 +6,7 @@
  * still exists (the real driver crashed on an event of a destroyed context), and the registration
  * cache forgets what it registered there (the driver drops those registrations). The program sees
  * the real result. */
+#include "observe/ctxdev.h"
 #include "observe/devtime.h"
 #include "driver_shapes.h"
 #include "entry.h"
@@ -42,6 +43,7 @@ CUresult shape_primary_reset(enum driver_entry_id id, SHAPE_primary_reset_P)
     devtime_forget_context(NULL);
     pool_drop_device(dev);
     CUresult result = real(dev);
+    ctxdev_forget();
     memkind_clear();
     return result;
 }
@@ -52,5 +54,7 @@ CUresult shape_ctx_destroy(enum driver_entry_id id, SHAPE_ctx_destroy_P)
     regcache_forget_context(ctx);
     pool_forget_context(ctx, -1);
     devtime_forget_context(ctx);
-    return real(ctx);
+    CUresult result = real(ctx);
+    ctxdev_forget(); /* after: a context made later may reuse this one's address */
+    return result;
 }

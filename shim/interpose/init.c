@@ -16,6 +16,7 @@
 #include "hostmem/memkind.h"
 #include "hostmem/regcache.h"
 #include "observe/advice.h"
+#include "observe/ctxdev.h"
 #include "observe/linkrate.h"
 #include "observe/log.h"
 #include "observe/stats.h"
@@ -42,6 +43,7 @@ static void on_fork_child(void)
     stage_forget();
     pool_forget();
     linkrate_forget();
+    ctxdev_fork_child();
     workers_forget();
     log_fork_child();
     guard_fork_child();

@@ -5,6 +5,7 @@
 #include "units.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include "base/tally.h"
 #include "callsite.h"
 #include "linkrate.h"
+#include "modules.h"
+#include "stats.h"
 
 enum { SIDE_H2D, SIDE_D2H, SIDES };
 enum { CLASS_PAGEABLE_SYNC, CLASS_PAGEABLE_ASYNC, CLASS_PINNED_SYNC, CLASS_PINNED_ASYNC, CLASSES };
@@ -106,9 +109,11 @@ static uint64_t saving_ns(const struct bandwidth *bw, uint64_t bytes)
     return (uint64_t)((double)bytes / bw->pageable - (double)bytes / bw->pinned);
 }
 
+#define ADVICE_ITEMS (3 + ADVICE_TOP_SITES) /* the two class rules, the shim's, the sites */
+
 struct item {
     const char *rule;
-    char message[640];
+    char message[2048];
     uint64_t saving_ns;
 };
 
@@ -121,6 +126,152 @@ static void sources(const struct bandwidth bw[SIDES], const uint64_t bytes[SIDES
         if (bytes[s])
             used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "; " : "", bw[s].source);
 }
+
+/* Appends to buf at *used like snprintf; *used stays below len. */
+static void append(char *buf, size_t len, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+    if (*used + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *used, len - *used, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *used = *used + (size_t)n < len ? *used + (size_t)n : len - 1;
+}
+
+/* "X h2d", "Y d2h" or "X h2d and Y d2h" */
+static void append_sides(char *buf, size_t len, size_t *used, const uint64_t bytes[SIDES])
+{
+    char b1[32], b2[32];
+    if (bytes[SIDE_H2D] && bytes[SIDE_D2H])
+        append(buf, len, used, "%s h2d and %s d2h", units_bytes(bytes[SIDE_H2D], b1, sizeof b1),
+               units_bytes(bytes[SIDE_D2H], b2, sizeof b2));
+    else
+        append(buf, len, used, "%s %s", units_bytes(bytes[SIDE_H2D] + bytes[SIDE_D2H], b1, sizeof b1),
+               bytes[SIDE_H2D] ? "h2d" : "d2h");
+}
+
+/* --- what the shim did: staging and registrations against the driver's pageable path --- */
+
+#define MIB_BUCKET 5 /* stats bucket [1 MiB, 4 MiB): from there the driver's pageable path runs at its steady rate */
+
+/* Whether pageable copies of bucket ref tell the speed of copies of bucket b: the same or a
+ * neighbouring bucket (4x), or both at least 1 MiB. */
+static bool comparable(unsigned ref, unsigned b)
+{
+    unsigned steps = ref > b ? ref - b : b - ref;
+    return steps <= 1 || (ref >= MIB_BUCKET && b >= MIB_BUCKET);
+}
+
+/* The driver's pageable rate (bytes per ns) for copies of bucket b in dir, from this process's own
+ * pageable copies the shim passed to it (the nearest comparable bucket, the larger on a tie);
+ * 0 when there are none. *ref: the copies it rests on. */
+static double pageable_rate(enum copy_dir dir, unsigned b, uint64_t *ref)
+{
+    double rate = 0;
+    unsigned best = STATS_BUCKETS;
+    *ref = 0;
+    for (unsigned r = 0; r < STATS_BUCKETS; r++) {
+        uint64_t n, bytes, ns;
+        stats_cell(dir, KIND_PAGEABLE, r, ACTION_PASS, &n, &bytes, &ns);
+        if (!n || !ns || !comparable(r, b))
+            continue;
+        unsigned d = r > b ? r - b : b - r, bd = best > b ? best - b : b - best;
+        if (best == STATS_BUCKETS || d < bd || (d == bd && r > best)) {
+            best = r;
+            rate = (double)bytes / (double)ns;
+            *ref = n;
+        }
+    }
+    return rate;
+}
+
+/* Totals of the copies the shim staged or registered and the estimate of what the driver's
+ * pageable path would have taken for them. */
+struct shim_did {
+    uint64_t count[ACTION_COUNT], bytes[ACTION_COUNT], ns[ACTION_COUNT];
+    uint64_t estimated_ns, estimated_actual_ns, unestimated; /* estimated_actual_ns: the time of the copies estimated */
+    char how[400];
+};
+
+static void shim_did(struct shim_did *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t used = 0;
+    char b1[32];
+    static const enum copy_dir dirs[SIDES] = {DIR_H2D, DIR_D2H};
+    for (int s = 0; s < SIDES; s++) {
+        double direction_pageable = 0;
+        uint64_t direction_ref = 0, direction_bytes = 0;
+        for (unsigned b = 0; b < STATS_BUCKETS; b++)
+            for (int a = ACTION_STAGED; a < ACTION_COUNT; a++) {
+                uint64_t n, bytes, ns, ref;
+                stats_cell(dirs[s], KIND_PAGEABLE, b, (enum copy_action)a, &n, &bytes, &ns);
+                if (!n)
+                    continue;
+                out->count[a] += n;
+                out->bytes[a] += bytes;
+                out->ns[a] += ns;
+                double rate = pageable_rate(dirs[s], b, &ref);
+                if (rate <= 0) {
+                    out->unestimated += n;
+                    continue;
+                }
+                out->estimated_ns += (uint64_t)((double)bytes / rate);
+                out->estimated_actual_ns += ns;
+                direction_pageable += (double)bytes / rate;
+                direction_bytes += bytes;
+                direction_ref += ref;
+            }
+        if (direction_bytes && used < sizeof out->how)
+            used += (size_t)snprintf(out->how + used, sizeof out->how - used,
+                                     "%s%s: pageable %.2f GB/s over %s, from %llu copies of comparable size the driver "
+                                     "made in this process",
+                                     used ? "; " : "", s == SIDE_H2D ? "h2d" : "d2h",
+                                     (double)direction_bytes / direction_pageable,
+                                     units_bytes(direction_bytes, b1, sizeof b1), (unsigned long long)direction_ref);
+    }
+}
+
+/* The time saved (estimate), or 0. */
+static uint64_t did_saving(const struct shim_did *d)
+{
+    return d->estimated_ns > d->estimated_actual_ns ? d->estimated_ns - d->estimated_actual_ns : 0;
+}
+
+/* --- the fix, in the terms of the framework that made the copy --- */
+
+static const char *const fixes[FRAMEWORK_COUNT][SIDES] = {
+    [FRAMEWORK_CUDA_C] =
+        {"in CUDA C, allocate the source with cudaMallocHost/cudaHostAlloc (cuMemHostAlloc), or register a buffer "
+         "you copy from again and again once with cudaHostRegister (cuMemHostRegister), and copy with "
+         "cudaMemcpyAsync on a stream",
+         "in CUDA C, copy into a destination allocated with cudaMallocHost/cudaHostAlloc (cuMemHostAlloc), or "
+         "register it once with cudaHostRegister (cuMemHostRegister), with cudaMemcpyAsync on a stream and a "
+         "synchronize before reading it"},
+    [FRAMEWORK_PYTORCH] =
+        {"in PyTorch, pin the source: DataLoader(pin_memory=True) for batches, or tensor.pin_memory() once for a "
+         "tensor copied again and again, then .to(\"cuda\", non_blocking=True)",
+         "in PyTorch, .to(\"cpu\") allocates a fresh pageable tensor you cannot pin: for repeated copies "
+         "preallocate a pinned tensor once (torch.empty(shape, dtype=dtype, pin_memory=True)) and copy into it "
+         "with out.copy_(t, non_blocking=True), synchronizing the stream before reading it"},
+    [FRAMEWORK_CUPY] =
+        {"in CuPy, build the host array in pinned memory (cupyx.empty_pinned, or buffers from the pinned memory "
+         "pool, cupy.cuda.alloc_pinned_memory) and copy it with ndarray.set(host, stream=s)",
+         "in CuPy, copy into a pinned array from cupyx.empty_pinned (or the pinned memory pool) with "
+         "a.get(out=pinned, stream=s) instead of cupy.asnumpy into fresh memory"},
+    [FRAMEWORK_JAX] =
+        {"in JAX, keep the data on the device (one jax.device_put, the array reused) or put the host data in "
+         "pinned host memory (a sharding with memory_kind=\"pinned_host\")",
+         "in JAX, np.asarray of a device array copies into fresh pageable memory: fetch results less often, or "
+         "move them to pinned host memory (jax.device_put with a sharding of memory_kind=\"pinned_host\")"},
+};
+
+static const char *const framework_titles[FRAMEWORK_COUNT] = {"CUDA C", "PyTorch", "CuPy", "JAX"};
+
+/* --- the rules --- */
 
 static size_t compute(struct item *items, size_t max)
 {
@@ -161,34 +312,137 @@ static size_t compute(struct item *items, size_t max)
                  units_ns(ns, b2, sizeof b2), units_ns(saving, b3, sizeof b3), src);
         n++;
     }
+
+    /* What the shim already did, so that a user knows what the program would lose without it. */
+    struct shim_did did;
+    shim_did(&did);
+    if (n < max && (did.count[ACTION_STAGED] || did.count[ACTION_REGISTERED])) {
+        char *m = items[n].message;
+        size_t len = sizeof items[n].message, used = 0;
+        append(m, len, &used, "the shim");
+        if (did.count[ACTION_STAGED])
+            append(m, len, &used, " staged %llu copies of pageable memory through its pinned pool (%s, %s in the calls)",
+                   (unsigned long long)did.count[ACTION_STAGED], units_bytes(did.bytes[ACTION_STAGED], b1, sizeof b1),
+                   units_ns(did.ns[ACTION_STAGED], b2, sizeof b2));
+        if (did.count[ACTION_REGISTERED])
+            append(m, len, &used, "%s sent %llu copies of pageable memory directly from buffers it registered (%s, %s in "
+                   "the calls)", did.count[ACTION_STAGED] ? " and" : "", (unsigned long long)did.count[ACTION_REGISTERED],
+                   units_bytes(did.bytes[ACTION_REGISTERED], b1, sizeof b1),
+                   units_ns(did.ns[ACTION_REGISTERED], b2, sizeof b2));
+        if (did.estimated_ns && did.estimated_ns >= did.estimated_actual_ns)
+            append(m, len, &used,
+                   "; the driver's pageable path would have taken about %s for the %s of them it can be compared with, "
+                   "so without the shim the program would spend about %s more in these copies (an estimate: %s)",
+                   units_ns(did.estimated_ns, b1, sizeof b1), units_ns(did.estimated_actual_ns, b2, sizeof b2),
+                   units_ns(did_saving(&did), b3, sizeof b3), did.how);
+        else if (did.estimated_ns)
+            append(m, len, &used,
+                   "; the driver's pageable path would have taken about %s for the %s of them it can be compared with: "
+                   "the shim's way was about %s slower for these copies (an estimate: %s)",
+                   units_ns(did.estimated_ns, b1, sizeof b1), units_ns(did.estimated_actual_ns, b2, sizeof b2),
+                   units_ns(did.estimated_actual_ns - did.estimated_ns, b3, sizeof b3), did.how);
+        if (did.unestimated)
+            append(m, len, &used,
+                   "; for %llu of them no pageable copy of a comparable size went through the driver in this "
+                   "process, so what they saved is not estimated (run once with PINSHIM_STAGE=off "
+                   "PINSHIM_PIN_ON_REUSE=off to measure it)",
+                   (unsigned long long)did.unestimated);
+        items[n].rule = "shim";
+        items[n].saving_ns = did_saving(&did);
+        n++;
+    }
+
     const struct callsite *top[16];
     struct callsite_totals t[16];
     size_t sites = callsite_top(top, t, 16), shown = 0;
     for (size_t i = 0; i < sites && shown < ADVICE_TOP_SITES && n < max; i++) {
-        if (!t[i].pageable_count)
+        const struct callsite_totals *st = &t[i];
+        uint64_t shim_n = st->shim_count[ACTION_STAGED] + st->shim_count[ACTION_REGISTERED];
+        if (!st->pageable_count && !shim_n)
             continue;
-        uint64_t bytes[SIDES] = {t[i].pageable_h2d_bytes, t[i].pageable_d2h_bytes};
+        uint64_t bytes[SIDES] = {st->pageable_h2d_bytes, st->pageable_d2h_bytes};
+        uint64_t shim_bytes[SIDES] = {0, 0}, shim_ns = 0;
+        for (int a = ACTION_STAGED; a < ACTION_COUNT; a++) {
+            shim_bytes[0] += st->shim_bytes[a][0];
+            shim_bytes[1] += st->shim_bytes[a][1];
+            shim_ns += st->shim_ns[a];
+        }
+        /* pinning saves the driver's pageable path for the copies that took it, and the staging memcpy
+         * for the staged ones */
         uint64_t saving = saving_ns(&bw[SIDE_H2D], bytes[0]) + saving_ns(&bw[SIDE_D2H], bytes[1]);
+        uint64_t staged_bytes = st->shim_bytes[ACTION_STAGED][0] + st->shim_bytes[ACTION_STAGED][1];
+        double staged_pinned = (double)st->shim_bytes[ACTION_STAGED][0] / bw[SIDE_H2D].pinned +
+                               (double)st->shim_bytes[ACTION_STAGED][1] / bw[SIDE_D2H].pinned;
+        if (staged_bytes && (double)st->shim_ns[ACTION_STAGED] > staged_pinned)
+            saving += (uint64_t)((double)st->shim_ns[ACTION_STAGED] - staged_pinned);
+        uint64_t all_bytes[SIDES] = {bytes[0] + shim_bytes[0], bytes[1] + shim_bytes[1]};
+        int main_side = all_bytes[SIDE_D2H] > all_bytes[SIDE_H2D] ? SIDE_D2H : SIDE_H2D;
+        enum framework fw = modules_framework(callsite_module(top[i]));
         char where[200];
-        sources(bw, bytes, src, sizeof src);
+        callsite_text(top[i], where, sizeof where);
+        sources(bw, all_bytes, src, sizeof src);
+        char *m = items[n].message;
+        size_t len = sizeof items[n].message, used = 0;
+        append(m, len, &used, "call site %s (%s): %llu copies of pageable memory (", where, framework_titles[fw],
+               (unsigned long long)(st->pageable_count + shim_n));
+        append_sides(m, len, &used, all_bytes);
+        append(m, len, &used, ", %s in the calls)", units_ns(st->pageable_ns + shim_ns, b1, sizeof b1));
+        if (shim_n) {
+            /* the site's copies at the driver's pageable rate for their mean size (an estimate) */
+            uint64_t mean = (shim_bytes[0] + shim_bytes[1]) / shim_n, ref;
+            double without = 0;
+            bool known = true;
+            for (int s = 0; s < SIDES && known; s++) {
+                if (!shim_bytes[s])
+                    continue;
+                double rate = pageable_rate(s == SIDE_H2D ? DIR_H2D : DIR_D2H, stats_bucket(mean), &ref);
+                known = rate > 0;
+                without += known ? (double)shim_bytes[s] / rate : 0;
+            }
+            append(m, len, &used, "; the shim already ");
+            if (st->shim_count[ACTION_STAGED])
+                append(m, len, &used, "staged %llu of them%s", (unsigned long long)st->shim_count[ACTION_STAGED],
+                       st->shim_count[ACTION_REGISTERED] ? " and " : "");
+            if (st->shim_count[ACTION_REGISTERED])
+                append(m, len, &used, "sent %llu from buffers it registered",
+                       (unsigned long long)st->shim_count[ACTION_REGISTERED]);
+            if (known && without > (double)shim_ns)
+                append(m, len, &used, ", about %s faster than the driver's pageable path would have been (an "
+                       "estimate from this process's own pageable copies of that size)",
+                       units_ns((uint64_t)(without - (double)shim_ns), b1, sizeof b1));
+            else if (known)
+                append(m, len, &used, ", about %s slower than the driver's pageable path would have been (an "
+                       "estimate from this process's own pageable copies of that size)",
+                       units_ns((uint64_t)((double)shim_ns - without), b1, sizeof b1));
+            else if (!known)
+                append(m, len, &used, " (what that saved is not estimated: no pageable copy of that size went "
+                       "through the driver in this process)");
+        }
+        /* a site that copies both ways (PyTorch's copy_ does) gets both fixes, the main direction first */
+        int other = 1 - main_side;
+        if (all_bytes[other] * 10 >= all_bytes[main_side])
+            append(m, len, &used, "; fix for %s: %s; for %s: %s", main_side == SIDE_H2D ? "h2d" : "d2h",
+                   fixes[fw][main_side], other == SIDE_H2D ? "h2d" : "d2h", fixes[fw][other]);
+        else
+            append(m, len, &used, "; fix: %s", fixes[fw][main_side]);
+        append(m, len, &used, "; pinning would save about %s more (%s)", units_ns(saving, b1, sizeof b1), src);
         items[n].rule = "site";
         items[n].saving_ns = saving;
-        snprintf(items[n].message, sizeof items[n].message, "call site %s: %llu copies of pageable memory "
-                 "(%s, %s in the calls); pinning its buffers would save about %s (%s)",
-                 callsite_text(top[i], where, sizeof where), (unsigned long long)t[i].pageable_count,
-                 units_bytes(bytes[0] + bytes[1], b1, sizeof b1), units_ns(t[i].pageable_ns, b2, sizeof b2),
-                 units_ns(saving, b3, sizeof b3), src);
         n++;
         shown++;
     }
     return n;
 }
 
+/* The messages' room (8 KiB: too much for a signal handler's stack). One writer at a time uses it:
+ * the text goes to stderr only without a log, and the log's consumer lock orders its writers. */
+static struct item advice_items[ADVICE_ITEMS];
+
 void advice_write_text(int fd)
 {
-    struct item items[2 + ADVICE_TOP_SITES];
-    size_t n = compute(items, sizeof items / sizeof items[0]);
-    char line[1024];
+    struct item *items = advice_items;
+    size_t n = compute(items, ADVICE_ITEMS);
+    char line[2304];
     int pid = (int)getpid();
     for (size_t i = 0; i <= n; i++) {
         int len = i < n ? snprintf(line, sizeof line, "==%d== advice: %s\n", pid, items[i].message)
@@ -209,8 +463,8 @@ void advice_write_text(int fd)
 
 void advice_json(struct jbuf *jb)
 {
-    struct item items[2 + ADVICE_TOP_SITES];
-    size_t n = compute(items, sizeof items / sizeof items[0]);
+    struct item *items = advice_items;
+    size_t n = compute(items, ADVICE_ITEMS);
     jb_lit(jb, "[");
     for (size_t i = 0; i < n; i++) {
         jb_lit(jb, i ? ",{\"rule\":" : "{\"rule\":");

@@ -14,6 +14,7 @@
 
 #include "base/common.h"
 #include "base/real.h"
+#include "modules.h"
 
 #define SITE_SLOTS 1024u     /* distinct return addresses remembered (power of 2) */
 #define UNWIND_MAX_FRAMES 48 /* deeper than this, the site is unknown */
@@ -27,6 +28,7 @@ struct callsite {
     uintptr_t offset; /* of the call instruction (return address - 1) in its module */
     char module[64];
     char func[96]; /* "" when the module exports no symbol there */
+    int module_id; /* modules.h: path and build-id for the log's module records; -1 unknown */
     struct callsite_totals t;
 };
 
@@ -64,6 +66,7 @@ static enum site_state classify(struct callsite *e, uintptr_t addr)
     uintptr_t pc = addr - 1; /* inside the call instruction, not after it */
     e->module[0] = e->func[0] = '\0';
     e->offset = pc;
+    e->module_id = -1;
     if (!dladdr((void *)pc, &info) || !info.dli_fname) {
         snprintf(e->module, sizeof e->module, "?");
         return STATE_SITE;
@@ -79,6 +82,7 @@ static enum site_state classify(struct callsite *e, uintptr_t addr)
     if (sym)
         snprintf(e->func, sizeof e->func, "%s", sym);
     e->offset = pc - (uintptr_t)info.dli_fbase;
+    e->module_id = modules_find((uintptr_t)info.dli_fbase, info.dli_fname, pc);
     return STATE_SITE;
 }
 
@@ -180,6 +184,10 @@ void callsite_add(const struct callsite *cs, const struct copy *c, uint64_t host
         add(&t->pageable_count, 1);
         add(c->dir == DIR_H2D ? &t->pageable_h2d_bytes : &t->pageable_d2h_bytes, c->bytes);
         add(&t->pageable_ns, host_ns);
+    } else if (c->host_kind == KIND_PAGEABLE && c->action != ACTION_PASS && (c->dir == DIR_H2D || c->dir == DIR_D2H)) {
+        add(&t->shim_count[c->action], 1);
+        add(&t->shim_bytes[c->action][c->dir == DIR_D2H], c->bytes);
+        add(&t->shim_ns[c->action], host_ns);
     }
 }
 
@@ -194,6 +202,12 @@ static void snapshot(const struct callsite *e, struct callsite_totals *out)
     out->pageable_h2d_bytes = get(&e->t.pageable_h2d_bytes);
     out->pageable_d2h_bytes = get(&e->t.pageable_d2h_bytes);
     out->pageable_ns = get(&e->t.pageable_ns);
+    for (int a = 0; a < ACTION_COUNT; a++) {
+        out->shim_count[a] = get(&e->t.shim_count[a]);
+        out->shim_bytes[a][0] = get(&e->t.shim_bytes[a][0]);
+        out->shim_bytes[a][1] = get(&e->t.shim_bytes[a][1]);
+        out->shim_ns[a] = get(&e->t.shim_ns[a]);
+    }
 }
 
 size_t callsite_top(const struct callsite **out, struct callsite_totals *totals, size_t max)
@@ -301,6 +315,8 @@ void callsite_json_top(struct jbuf *jb, size_t max)
     }
     jb_lit(jb, "]");
 }
+
+int callsite_module(const struct callsite *s) { return s ? s->module_id : -1; }
 
 void callsite_fork_child(void)
 {

@@ -19,11 +19,14 @@
 
 struct callsite;
 
-/* Per-site totals of successful copies. pageable_* cover copies whose host side was pageable. */
+/* Per-site totals of successful copies. pageable_* cover copies of pageable memory the driver made
+ * (action pass); shim_* those of pageable memory the shim staged or sent from its registration, by
+ * action (ACTION_STAGED, ACTION_REGISTERED; index ACTION_PASS unused) and direction (0 h2d, 1 d2h). */
 struct callsite_totals {
     uint64_t count, bytes, host_ns;
     uint64_t kinds[KIND_COUNT];
     uint64_t pageable_count, pageable_h2d_bytes, pageable_d2h_bytes, pageable_ns;
+    uint64_t shim_count[ACTION_COUNT], shim_bytes[ACTION_COUNT][2], shim_ns[ACTION_COUNT];
 };
 
 void callsite_init(void);
@@ -49,6 +52,9 @@ void callsite_append_text(struct jbuf *jb, const struct callsite *s);
 
 /* Appends the summary's "sites" array value: the top max sites by host time (async-signal-safe). */
 void callsite_json_top(struct jbuf *jb, size_t max);
+
+/* The site's module (observe/modules.h), -1 when unknown. */
+int callsite_module(const struct callsite *s);
 
 /* Forked child: zero every site's totals (the classification stays valid). One thread alive. */
 void callsite_fork_child(void);

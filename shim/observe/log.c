@@ -9,10 +9,10 @@
 
 #include "advice.h"
 #include "base/common.h"
-#include "base/real.h"
 #include "callsite.h"
 #include "devtime.h"
 #include "logpath.h"
+#include "modules.h"
 #include "policy.h"
 
 static bool configured; /* log set with a valid pattern (constructor) */
@@ -46,22 +46,6 @@ void log_init(time_t process_start)
     }
     configured = true;
     callsite_init();
-}
-
-static int32_t current_device(void)
-{
-    typedef CUresult (*fn_ctx_device)(CUdevice *);
-    static void *ctx_device;
-    if (!__atomic_load_n(&process.driver_allowed, __ATOMIC_RELAXED))
-        return -1;
-    fn_ctx_device f = (fn_ctx_device)real_driver_symbol_cached(&ctx_device, "cuCtxGetDevice");
-    if (!f)
-        return -1;
-    CUdevice dev;
-    pinshim_enter();
-    CUresult r = f(&dev);
-    pinshim_leave();
-    return r == CUDA_SUCCESS ? (int32_t)dev : -1;
 }
 
 void log_copy_begin(const struct copy *c)
@@ -113,7 +97,7 @@ void log_copy(const struct copy *c, CUresult result, uint64_t host_ns)
         .stream = (uintptr_t)c->stream,
         .site = site,
         .tid = tls_tid,
-        .device = current_device(),
+        .device = c->device,
         .entry = (uint8_t)c->entry,
         .dir = (uint8_t)c->dir,
         .src_kind = (uint8_t)c->src_kind,
@@ -153,4 +137,5 @@ void log_fork_child(void)
     tls_devtime = NULL;
     set_start_clocks();
     callsite_fork_child();
+    modules_fork_child();
 }

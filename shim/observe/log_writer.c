@@ -14,8 +14,10 @@
 
 #include "advice.h"
 #include "base/common.h"
+#include "callsite.h"
 #include "devtime.h"
 #include "logpath.h"
+#include "modules.h"
 #include "policy.h"
 #include "stats.h"
 
@@ -97,6 +99,9 @@ static void transfer_line(const struct log_rec *r, bool has_device_ns, uint64_t 
     char buf[2048];
     struct jbuf jb;
     jb_init(&jb, buf, sizeof buf);
+    modules_record_once(&jb, callsite_module(r->site)); /* its module's record, the first time */
+    out_line(&jb);
+    jb_init(&jb, buf, sizeof buf);
     log_record_transfer(&jb, r, has_device_ns, device_ns);
     out_line(&jb);
 }
@@ -156,6 +161,9 @@ static void drain(bool may_poll, bool final)
 static void write_summary(bool may_wait)
 {
     struct jbuf jb;
+    jb_init(&jb, recordbuf, sizeof recordbuf);
+    modules_record_all(&jb); /* the summary's call sites name them too */
+    write_record(&jb);
     jb_init(&jb, recordbuf, sizeof recordbuf);
     if (log_record_summary(&jb, may_wait))
         write_record(&jb);

@@ -19,8 +19,11 @@ struct cell {
     uint64_t count, bytes, host_ns;
 };
 
-/* Per-thread counters (base/tally.h): adding is a plain store into the thread's own copy. */
-static struct cell transfers[DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT] TALLY;
+/* The last device slot counts copies of an unknown device (or an ordinal past STATS_DEVICES).
+ * Per-thread counters (base/tally.h): adding is a plain store into the thread's own copy, whose
+ * pages are touched only for the devices the thread copies to. */
+#define DEVICE_SLOTS (STATS_DEVICES + 1)
+static struct cell transfers[DEVICE_SLOTS][DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT] TALLY;
 static struct cell syncs[ENTRY_COUNT] TALLY;
 static uint64_t calls[ENTRY_COUNT] TALLY;
 static uint64_t failed_copies TALLY;
@@ -44,10 +47,11 @@ unsigned stats_bucket(size_t bytes)
 
 uint64_t stats_bucket_min(unsigned bucket) { return bucket == 0 ? 0 : 4096ull << (2 * (bucket - 1)); }
 
-void stats_add_transfer(enum copy_dir dir, enum host_kind kind, size_t bytes, enum copy_action action,
-                        uint64_t host_ns)
+void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
+                        enum copy_action action, uint64_t host_ns)
 {
-    struct cell *c = &transfers[dir][kind][stats_bucket(bytes)][action];
+    unsigned slot = (uint32_t)device < STATS_DEVICES ? (unsigned)device : STATS_DEVICES;
+    struct cell *c = &transfers[slot][dir][kind][stats_bucket(bytes)][action];
     add(&c->count, 1);
     add(&c->bytes, bytes);
     add(&c->host_ns, host_ns);
@@ -93,15 +97,16 @@ void stats_reset(void)
 void stats_snapshot(struct pinshim_stats *out)
 {
     memset(out->dir, 0, sizeof out->dir);
-    for (int d = 0; d < DIR_COUNT; d++)
-        for (int k = 0; k < KIND_COUNT; k++)
-            for (int b = 0; b < STATS_BUCKETS; b++)
-                for (int a = 0; a < ACTION_COUNT; a++) {
-                    const struct cell *c = &transfers[d][k][b][a];
-                    out->dir[d].count += get(&c->count);
-                    out->dir[d].bytes += get(&c->bytes);
-                    out->dir[d].host_ns += get(&c->host_ns);
-                }
+    for (int v = 0; v < DEVICE_SLOTS; v++)
+        for (int d = 0; d < DIR_COUNT; d++)
+            for (int k = 0; k < KIND_COUNT; k++)
+                for (int b = 0; b < STATS_BUCKETS; b++)
+                    for (int a = 0; a < ACTION_COUNT; a++) {
+                        const struct cell *c = &transfers[v][d][k][b][a];
+                        out->dir[d].count += get(&c->count);
+                        out->dir[d].bytes += get(&c->bytes);
+                        out->dir[d].host_ns += get(&c->host_ns);
+                    }
     out->failed_copies = get(&failed_copies);
     out->sync_calls = 0;
     for (int e = 0; e < ENTRY_COUNT; e++)
@@ -183,10 +188,38 @@ void stats_staged(uint64_t *count, uint64_t *bytes)
     *count = *bytes = 0;
     for (int d = 0; d < DIR_COUNT; d++)
         for (int k = 0; k < KIND_COUNT; k++)
-            for (int b = 0; b < STATS_BUCKETS; b++) {
-                *count += get(&transfers[d][k][b][ACTION_STAGED].count);
-                *bytes += get(&transfers[d][k][b][ACTION_STAGED].bytes);
+            for (unsigned b = 0; b < STATS_BUCKETS; b++) {
+                uint64_t n, nbytes, ns;
+                stats_cell((enum copy_dir)d, (enum host_kind)k, b, ACTION_STAGED, &n, &nbytes, &ns);
+                *count += n;
+                *bytes += nbytes;
             }
+}
+
+void stats_cell(enum copy_dir dir, enum host_kind kind, unsigned bucket, enum copy_action action, uint64_t *count,
+                uint64_t *bytes, uint64_t *host_ns)
+{
+    *count = *bytes = *host_ns = 0;
+    for (int v = 0; v < DEVICE_SLOTS; v++) {
+        const struct cell *c = &transfers[v][dir][kind][bucket][action];
+        *count += get(&c->count);
+        *bytes += get(&c->bytes);
+        *host_ns += get(&c->host_ns);
+    }
+}
+
+/* The device slots that counted a copy: a bit each. */
+static unsigned devices_used(void)
+{
+    unsigned used = 0;
+    for (int v = 0; v < DEVICE_SLOTS; v++)
+        for (int d = 0; d < DIR_COUNT && !(used & (1u << v)); d++)
+            for (int k = 0; k < KIND_COUNT; k++)
+                for (int b = 0; b < STATS_BUCKETS; b++)
+                    for (int a = 0; a < ACTION_COUNT; a++)
+                        if (get(&transfers[v][d][k][b][a].count))
+                            used |= 1u << v;
+    return used;
 }
 
 void stats_unstaged(enum unstaged_reason why, uint64_t *count, uint64_t *bytes)
@@ -227,22 +260,25 @@ static void write_json(struct out *o)
     json_string(o, program_invocation_name);
     outf(o, ",\"version\":\"%s\",\"transfers\":[", PINSHIM_VERSION);
     bool first = true;
-    for (int d = 0; d < DIR_COUNT; d++)
-        for (int k = 0; k < KIND_COUNT; k++)
-            for (unsigned b = 0; b < STATS_BUCKETS; b++)
-                for (int a = 0; a < ACTION_COUNT; a++) {
-                    const struct cell *c = &transfers[d][k][b][a];
-                    uint64_t n = get(&c->count), bytes = get(&c->bytes), ns = get(&c->host_ns);
-                    if (!n)
-                        continue;
-                    outf(o, "%s{\"dir\":\"%s\",\"host_kind\":\"%s\",\"bucket_min\":%llu,\"count\":%llu,"
-                            "\"bytes\":%llu,\"host_ns\":%llu,\"action\":\"%s\",\"gbps\":%.3f}",
-                         first ? "" : ",", copy_dir_names[d], host_kind_names[k],
-                         (unsigned long long)stats_bucket_min(b), (unsigned long long)n,
-                         (unsigned long long)bytes, (unsigned long long)ns, copy_action_names[a],
-                         ns ? (double)bytes / (double)ns : 0.0);
-                    first = false;
-                }
+    for (int v = 0; v < DEVICE_SLOTS; v++)
+        for (int d = 0; d < DIR_COUNT; d++)
+            for (int k = 0; k < KIND_COUNT; k++)
+                for (unsigned b = 0; b < STATS_BUCKETS; b++)
+                    for (int a = 0; a < ACTION_COUNT; a++) {
+                        const struct cell *c = &transfers[v][d][k][b][a];
+                        uint64_t n = get(&c->count), bytes = get(&c->bytes), ns = get(&c->host_ns);
+                        if (!n)
+                            continue;
+                        char device[16];
+                        snprintf(device, sizeof device, v < STATS_DEVICES ? "%d" : "null", v);
+                        outf(o, "%s{\"dir\":\"%s\",\"host_kind\":\"%s\",\"bucket_min\":%llu,\"count\":%llu,"
+                                "\"bytes\":%llu,\"host_ns\":%llu,\"action\":\"%s\",\"gbps\":%.3f,\"device\":%s}",
+                             first ? "" : ",", copy_dir_names[d], host_kind_names[k],
+                             (unsigned long long)stats_bucket_min(b), (unsigned long long)n,
+                             (unsigned long long)bytes, (unsigned long long)ns, copy_action_names[a],
+                             ns ? (double)bytes / (double)ns : 0.0, device);
+                        first = false;
+                    }
     outf(o, "],\"failed_copies\":%llu", (unsigned long long)get(&failed_copies));
     write_sections(o, true); /* ,"staging":{...},"registration":{...},"guard":{...} */
     outf(o, ",\"syncs\":[");
@@ -268,31 +304,59 @@ static void write_json(struct out *o)
     outf(o, "}}\n");
 }
 
-static void write_text(struct out *o)
+static const char *device_label(int slot, char *buf, size_t len)
 {
-    int pid = (int)getpid();
-    char b1[32], b2[32], b3[80];
-    outf(o, "==%d== pinshim %s: transfer summary for %s (pid %d)\n", pid, PINSHIM_VERSION,
-         program_invocation_name, pid);
-    outf(o, "==%d== %-4s %-10s %-17s %-10s %9s %12s %12s %9s\n", pid, "dir", "host kind", "size", "action",
-         "count", "bytes", "host time", "host GB/s");
-    uint64_t total_n = 0, total_bytes = 0, total_ns = 0;
+    snprintf(buf, len, slot < STATS_DEVICES ? "%d" : "?", slot);
+    return buf;
+}
+
+/* One device slot's rows (device column when split), adding them to *total. */
+static void write_device_rows(struct out *o, int pid, int v, bool split, struct cell *total)
+{
+    char b1[32], b2[32], b3[80], dev[16];
+    struct cell sum = {0, 0, 0};
     for (int d = 0; d < DIR_COUNT; d++)
         for (int k = 0; k < KIND_COUNT; k++)
             for (unsigned b = 0; b < STATS_BUCKETS; b++)
                 for (int a = 0; a < ACTION_COUNT; a++) {
-                    const struct cell *c = &transfers[d][k][b][a];
+                    const struct cell *c = &transfers[v][d][k][b][a];
                     uint64_t n = get(&c->count), bytes = get(&c->bytes), ns = get(&c->host_ns);
                     if (!n)
                         continue;
-                    total_n += n;
-                    total_bytes += bytes;
-                    total_ns += ns;
-                    outf(o, "==%d== %-4s %-10s %-17s %-10s %9llu %12s %12s %9.2f\n", pid, copy_dir_names[d],
+                    sum.count += n;
+                    sum.bytes += bytes;
+                    sum.host_ns += ns;
+                    outf(o, "==%d== %-4s %-10s %-17s %-10s %9llu %12s %12s %9.2f", pid, copy_dir_names[d],
                          host_kind_names[k], bucket_label(b, b3, sizeof b3), copy_action_names[a],
                          (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_ns(ns, b2, sizeof b2),
                          ns ? (double)bytes / (double)ns : 0.0);
+                    outf(o, split ? " %6s\n" : "\n", device_label(v, dev, sizeof dev));
                 }
+    if (split && sum.count) {
+        char what[32];
+        snprintf(what, sizeof what, "device %s", device_label(v, dev, sizeof dev));
+        outf(o, "==%d== %-44s %9llu %12s %12s\n", pid, what, (unsigned long long)sum.count,
+             units_bytes(sum.bytes, b1, sizeof b1), units_ns(sum.host_ns, b2, sizeof b2));
+    }
+    total->count += sum.count;
+    total->bytes += sum.bytes;
+    total->host_ns += sum.host_ns;
+}
+
+static void write_text(struct out *o)
+{
+    int pid = (int)getpid();
+    char b1[32], b2[32];
+    outf(o, "==%d== pinshim %s: transfer summary for %s (pid %d)\n", pid, PINSHIM_VERSION,
+         program_invocation_name, pid);
+    /* A device column only when the copies went to several devices (one device: as before). */
+    bool split = __builtin_popcount(devices_used()) > 1;
+    outf(o, "==%d== %-4s %-10s %-17s %-10s %9s %12s %12s %9s%s\n", pid, "dir", "host kind", "size", "action",
+         "count", "bytes", "host time", "host GB/s", split ? " device" : "");
+    struct cell total = {0, 0, 0};
+    for (int v = 0; v < DEVICE_SLOTS; v++)
+        write_device_rows(o, pid, v, split, &total);
+    uint64_t total_n = total.count, total_bytes = total.bytes, total_ns = total.host_ns;
     outf(o, "==%d== %-44s %9llu %12s %12s\n", pid, "total", (unsigned long long)total_n,
          units_bytes(total_bytes, b1, sizeof b1), units_ns(total_ns, b2, sizeof b2));
     uint64_t failed = get(&failed_copies);

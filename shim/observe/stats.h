@@ -1,7 +1,8 @@
 /* stats.h: the per-process counters and the exit summary, the one printer for all of them.
- * Transfers are counted by direction x host memory kind x size bucket x action (count, bytes, host
- * time); sync points and entry-point calls by row. Buckets are powers of 4 from 4 KiB:
- * [0,4K) [4K,16K) ... [1G,4G) [4G,inf).
+ * Transfers are counted by device x direction x host memory kind x size bucket x action (count,
+ * bytes, host time); sync points and entry-point calls by row. Buckets are powers of 4 from 4 KiB:
+ * [0,4K) [4K,16K) ... [1G,4G) [4G,inf). Devices are the ordinals 0 to STATS_DEVICES - 1 of the
+ * copy's context; an unknown device, or a higher ordinal, is counted as device unknown (null).
  * Layers above contribute their own part of the summary (staging, the registration cache, the
  * guard) as sections registered from the constructor: the printer calls them, never their
  * internals, so the counters here know nothing of the subsystems that count.
@@ -19,12 +20,19 @@
 #include "base/driver_table.h"
 
 #define STATS_BUCKETS 12
+#define STATS_DEVICES 16
 
 unsigned stats_bucket(size_t bytes);
 uint64_t stats_bucket_min(unsigned bucket);
 
-void stats_add_transfer(enum copy_dir dir, enum host_kind kind, size_t bytes, enum copy_action action,
-                        uint64_t host_ns);
+/* device: the ordinal (struct copy's device), -1 when unknown. */
+void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
+                        enum copy_action action, uint64_t host_ns);
+
+/* Copies, bytes and host time of one direction, host kind and action in one size bucket, over
+ * every device (for the advice's estimates). */
+void stats_cell(enum copy_dir dir, enum host_kind kind, unsigned bucket, enum copy_action action, uint64_t *count,
+                uint64_t *bytes, uint64_t *host_ns);
 void stats_add_failed_copy(void);
 void stats_add_unstaged(enum unstaged_reason why, size_t bytes);
 void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns);

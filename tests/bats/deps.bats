@@ -23,7 +23,7 @@ for p in "\$@"; do
         libc6-dev) : >"$WORK/include/stdio.h" ;;
         gcc) /bin/ln -sf /bin/true "$WORK/bin/cc" ;;
         make|bats|python3|chromium) /bin/ln -sf /bin/true "$WORK/bin/\$p" ;;
-        binutils) /bin/ln -sf /bin/true "$WORK/bin/readelf" ;;
+        binutils) /bin/ln -sf /bin/true "$WORK/bin/readelf"; /bin/ln -sf /bin/true "$WORK/bin/addr2line" ;;
     esac
 done
 STUB
@@ -59,6 +59,19 @@ deps() {
     [ "$(cat "$WORK/user.rc")" = 1 ]
     grep -qx "install-deps: missing Debian packages for 'make test': uthash-dev bats binutils" "$WORK/user.err"
     grep -qx 'install-deps:   sudo apt-get install -y uthash-dev bats binutils' "$WORK/user.err"
+}
+
+@test "deps: binutils is named when addr2line (pinshim-report's symbolizer) is missing, readelf or not" {
+    stubs 1000
+    : >"$WORK/include/stdio.h"
+    : >"$WORK/include/uthash.h"
+    for tool in cc make python3 bats readelf; do ln -s /bin/true "$WORK/bin/$tool"; done
+    deps user test
+    [ "$(cat "$WORK/user.rc")" = 1 ]
+    grep -qx "install-deps: missing Debian packages for 'make test': binutils" "$WORK/user.err"
+    ln -s /bin/true "$WORK/bin/addr2line"
+    deps again test
+    [ "$(cat "$WORK/again.rc")" = 0 ]
 }
 
 @test "deps: as root it installs what is missing with apt-get, checks again and succeeds" {

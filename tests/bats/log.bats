@@ -29,6 +29,10 @@ for r in recs:
         seqs = set()
     elif t == "driver":
         assert isinstance(r["driver_version"], int) and isinstance(r["devices"], list)
+    elif t == "module":
+        assert isinstance(r["name"], str) and isinstance(r["path"], str) and r["path"], r
+        assert r["build_id"] is None or all(c in "0123456789abcdef" for c in r["build_id"]), r
+        assert isinstance(r["base_vaddr"], int) and r["framework"] in ("cuda", "pytorch", "cupy", "jax"), r
     elif t == "transfer":
         for k in ("seq", "t_ns", "host_ns", "entry", "dir", "bytes", "src_kind", "dst_kind", "host_kind",
                   "async", "stream", "device", "action", "tid", "site", "func"):
@@ -140,13 +144,14 @@ field() { sed -n "s/^$1 //p" "$WORK/check"; }
     [ "$(( $(field transfers) + $(field dropped) ))" -ge "$(field summary_h2d)" ]
 }
 
-@test "log_level = summary: the header and the summary record only" {
+@test "log_level = summary: the header, the call sites' module records and the summary record only" {
     PINSHIM_LOG="$WORK/s.jsonl" PINSHIM_LOG_LEVEL=summary run_app shim shim "$T/logprog" copies 10
     show shim
     check_log "$WORK/s.jsonl" >"$WORK/check"
     [ "$(field transfers)" = 0 ]
     [ "$(field summary_h2d)" = 10 ]
-    [ "$(wc -l <"$WORK/s.jsonl")" = 2 ]
+    [ "$(grep -vc '"type":"module"' "$WORK/s.jsonl")" = 2 ]
+    grep -q '"type":"module","name":"logprog","path":"'"$T"'/logprog","build_id":"[0-9a-f]\{40\}"' "$WORK/s.jsonl"
 }
 
 @test "log_min_bytes: smaller transfers get no record but are still counted" {

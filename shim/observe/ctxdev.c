@@ -1,0 +1,52 @@
+/* ctxdev.c: the per-thread cache behind ctxdev.h. A global generation number, raised at every
+ * context teardown, invalidates all threads' caches at once without touching them. */
+#define _GNU_SOURCE
+#include "ctxdev.h"
+
+#include <cuda.h>
+#include <stdbool.h>
+
+#include "base/common.h"
+#include "base/real.h"
+
+static unsigned generation = 1; /* a thread's cache is valid while it holds this number */
+static bool allowed = true;      /* false in a forked child */
+
+static __thread CUcontext tls_ctx __attribute__((tls_model("initial-exec")));
+static __thread int32_t tls_dev __attribute__((tls_model("initial-exec")));
+static __thread unsigned tls_gen __attribute__((tls_model("initial-exec")));
+
+int32_t ctxdev_current(void)
+{
+    typedef CUresult (*fn_ctx_current)(CUcontext *);
+    typedef CUresult (*fn_ctx_device)(CUdevice *);
+    static void *current_slot, *device_slot;
+    if (!__atomic_load_n(&allowed, __ATOMIC_RELAXED))
+        return -1;
+    fn_ctx_current current = (fn_ctx_current)real_driver_symbol_cached(&current_slot, "cuCtxGetCurrent");
+    if (!current)
+        return -1;
+    CUcontext ctx = NULL;
+    pinshim_enter();
+    CUresult r = current(&ctx);
+    pinshim_leave();
+    if (r != CUDA_SUCCESS || !ctx)
+        return -1;
+    unsigned gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+    if (PINSHIM_UNLIKELY(ctx != tls_ctx || gen != tls_gen)) {
+        fn_ctx_device device = (fn_ctx_device)real_driver_symbol_cached(&device_slot, "cuCtxGetDevice");
+        CUdevice dev = -1;
+        pinshim_enter();
+        if (!device || device(&dev) != CUDA_SUCCESS)
+            dev = -1;
+        pinshim_leave();
+        tls_ctx = ctx;
+        tls_dev = (int32_t)dev;
+        tls_gen = gen;
+    }
+    return tls_dev;
+}
+
+void ctxdev_forget(void) { __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE); }
+
+void ctxdev_fork_child(void) { __atomic_store_n(&allowed, false, __ATOMIC_RELAXED); }

@@ -1,0 +1,22 @@
+/* ctxdev.h: the device ordinal of the calling thread's current context, for splitting copies by
+ * device (summary rows, log records, the report). Cheap enough for every copy: one
+ * cuCtxGetCurrent, then the ordinal cached per thread for that context (cuCtxGetDevice only when
+ * the thread's context changed, or after a context was destroyed or reset: a new context may get
+ * an old one's address).
+ * Contract: ctxdev_current() is thread-safe and lock-free, and calls the driver with the
+ * reentrancy depth raised; -1 means unknown (no context, no driver, a forked child).
+ * ctxdev_forget() from the context teardown handlers; ctxdev_fork_child() from the atfork child
+ * handler (no driver calls from then on). */
+#ifndef PINSHIM_CTXDEV_H
+#define PINSHIM_CTXDEV_H
+
+#include <stdint.h>
+
+int32_t ctxdev_current(void);
+
+/* A context is about to be destroyed or a primary context reset: every thread's cache is stale. */
+void ctxdev_forget(void);
+
+void ctxdev_fork_child(void);
+
+#endif
