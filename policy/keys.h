@@ -58,6 +58,12 @@
     X(ENUM, guard_pages, "all", "all|first",                                                   \
       "with guard, protect every whole page of the destination (all) or only its first whole page (first: cheaper for large copies, catches reads that start at the beginning)") \
     X(COUNT, guard_exitcode, "0", "",                                                          \
-      "with guard, exit with this status at exit when at least one race was reported; 0 = keep the program's status")
+      "with guard, exit with this status at exit when at least one race was reported; 0 = keep the program's status") \
+    X(ENUM, guard_stack, "folded", "folded|full",                                              \
+      "with guard, the access stack in a report: runs of frames in one library folded into one line, Python library frames counted (folded), or every frame (full)") \
+    X(BOOL, python_sites, "on", "",                                                            \
+      "in a CPython process, give each logged or guarded copy the Python line it was made from (py_site, py_func), read from the thread's frames without the GIL") \
+    X(STRING, python_skip, "/site-packages/,/dist-packages/,/lib/python3,<frozen ,/torch/,/cupy/,/cupyx/,/jax/,/jaxlib/,/numpy/", "", \
+      "comma-separated path fragments: Python frames whose file contains one are library code, skipped when looking for the program's line")
 
 #endif

@@ -388,7 +388,7 @@ class Aggregate:
             if isinstance(s, dict) and all(is_int(s.get(k)) for k in ("count", "bytes", "host_ns")):
                 kinds = {k: v for k, v in (s.get("kinds") or {}).items() if is_int(v) and v > 0}
                 site = (str(s.get("site") or "?"), s.get("func") if isinstance(s.get("func"), str) else None,
-                        s.get("py_site") if isinstance(s.get("py_site"), str) else None)
+                        logs.py_label(s.get("py_site"), s.get("py_func")))
                 self.py_sites = self.py_sites or site[2] is not None
                 # The summary splits a site by host kind in counts only: bytes and time go to the
                 # kind with the most copies.

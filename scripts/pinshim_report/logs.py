@@ -34,17 +34,17 @@ def is_int(value):
 # - lean (indices T_NS, HOST_NS, DIR, BYTES, WHAT, WHERE, DEVICE_NS): bytes taken straight out of
 #   the line, for the aggregation's hot path, where every string costs time. WHAT is the text of
 #   the fields src_kind to action ("src_kind":"pageable",...,"action":"pass"), WHERE that of site,
-#   func and py_site: the aggregation groups copies by them as they are and decodes them (what_where)
-#   once per group.
+#   func, py_site and py_func: the aggregation groups copies by them as they are and decodes them
+#   (what_where) once per group.
 FIELDS = ("seq", "t_ns", "host_ns", "entry", "dir", "bytes", "src_kind", "dst_kind", "host_kind", "async",
-          "stream", "device", "action", "tid", "site", "func", "py_site", "device_ns")
+          "stream", "device", "action", "tid", "site", "func", "py_site", "py_func", "device_ns")
 (T_NS, HOST_NS, DIR, BYTES, WHAT, WHERE, DEVICE_NS) = range(7)
 F = {name: i for i, name in enumerate(FIELDS)}
 
 # The shim's transfer line (shim/log.c, format_transfer): fixed field order, strings without
 # escapes or control characters (a line with a backslash anywhere takes the json.loads path).
-# py_site, which a later shim may add, is accepted before device_ns; any other layout takes the
-# json.loads path too.
+# py_site and py_func (the Python line, in a CPython process) are accepted before device_ns; any
+# other layout takes the json.loads path too.
 _STR = r'"[^"\x00-\x1f]*"'
 _FULL = re.compile(
     r'\{"type":"transfer","seq":(\d+),"t_ns":(\d+),"host_ns":(\d+),"entry":"([^"\x00-\x1f]*)","dir":'
@@ -52,13 +52,15 @@ _FULL = re.compile(
     r'"host_kind":"([^"\x00-\x1f]*)","async":(true|false),"stream":"([^"\x00-\x1f]*)",'
     r'"device":(?:(-?\d+)|null),"action":"([^"\x00-\x1f]*)","tid":(?:(-?\d+)|null),'
     r'"site":(?:"([^"\x00-\x1f]*)"|null),"func":(?:"([^"\x00-\x1f]*)"|null)'
-    r'(?:,"py_site":(?:"([^"\x00-\x1f]*)"|null))?(?:,"device_ns":(\d+))?\}\s*$')
+    r'(?:,"py_site":(?:"([^"\x00-\x1f]*)"|null))?(?:,"py_func":(?:"([^"\x00-\x1f]*)"|null))?'
+    r'(?:,"device_ns":(\d+))?\}\s*$')
 _LEAN = re.compile((
     r'\{"type":"transfer","seq":\d+,"t_ns":(\d+),"host_ns":(\d+),"entry":' + _STR + r',"dir":'
     r'"([^"\x00-\x1f]*)","bytes":(\d+),("src_kind":' + _STR + r',"dst_kind":' + _STR + r',"host_kind":' + _STR +
     r',"async":(?:true|false),"stream":' + _STR + r',"device":(?:-?\d+|null),"action":' + _STR + r'),'
     r'"tid":(?:-?\d+|null),("site":(?:' + _STR + r'|null),"func":(?:' + _STR + r'|null)'
-    r'(?:,"py_site":(?:' + _STR + r'|null))?)(?:,"device_ns":(\d+))?\}\s*$').encode())
+    r'(?:,"py_site":(?:' + _STR + r'|null))?(?:,"py_func":(?:' + _STR + r'|null))?)(?:,"device_ns":(\d+))?\}\s*$'
+).encode())
 FAST_MATCH = _LEAN.match   # on a raw line (bytes) without a backslash, after the header: the lean match
 
 
@@ -80,19 +82,30 @@ def lean_of(full):
     where = '"site":%s,"func":%s' % (_lit(f[F["site"]]), _lit(f[F["func"]]))
     if f[F["py_site"]] is not None:
         where += ',"py_site":%s' % _lit(f[F["py_site"]])
+    if f[F["py_func"]] is not None:
+        where += ',"py_func":%s' % _lit(f[F["py_func"]])
     device_ns = f[F["device_ns"]]
     return (f[F["t_ns"]].encode(), f[F["host_ns"]].encode(), f[F["dir"]].encode("utf-8", "surrogatepass"),
             f[F["bytes"]].encode(), what.encode(), where.encode(), None if device_ns is None else device_ns.encode())
 
 
+def py_label(py_site, py_func):
+    """A Python site as the report shows it: "file:line in function" (py_site alone when the log
+    has no py_func; None when it has no py_site)."""
+    if not isinstance(py_site, str):
+        return None
+    return "%s in %s" % (py_site, py_func) if isinstance(py_func, str) else py_site
+
+
 def what_where(what, where):
     """The fields in a lean tuple's WHAT and WHERE: src_kind, dst_kind, host_kind, async (bool),
-    stream, device (text or None), action, site, func, py_site."""
+    stream, device (text or None), action, site, func, py_site (py_label's text)."""
     r = json.loads("{%s,%s}" % (what.decode("utf-8", errors="replace"), where.decode("utf-8", errors="replace")))
     device = r.get("device")
     return {"src_kind": r["src_kind"], "dst_kind": r["dst_kind"], "host_kind": r["host_kind"],
             "async": r["async"] is True, "stream": r["stream"], "device": None if device is None else str(device),
-            "action": r["action"], "site": r.get("site"), "func": r.get("func"), "py_site": r.get("py_site")}
+            "action": r["action"], "site": r.get("site"), "func": r.get("func"),
+            "py_site": py_label(r.get("py_site"), r.get("py_func"))}
 
 
 TRANSFER_INTS = ("t_ns", "host_ns", "bytes")
@@ -125,7 +138,7 @@ def transfer_from_record(record):
     for name in ("seq", "t_ns", "host_ns", "bytes", "device", "tid"):
         value = _opt_int(record, name)
         fields[name] = None if value is None else str(value)
-    for name in ("dir", "host_kind", "stream", "site", "func", "py_site"):
+    for name in ("dir", "host_kind", "stream", "site", "func", "py_site", "py_func"):
         fields[name] = _opt_str(record, name)
     return tuple(fields[name] for name in FIELDS)
 

@@ -8,9 +8,9 @@ with INSERT ... SELECT, processes numbered 1.. in the report's order (rank order
   processes(process_id, host, rank, pid, ppid, program, cmdline, start_wall_ns, version, status,
             transfers, bytes, host_ns, failed_copies, dropped, log_file, log_line)
   transfers(process_id, seq, t_ns, wall_ns, host_ns, device_ns, entry, dir, bytes, src_kind,
-            dst_kind, host_kind, async, stream, device, action, tid, site, func, py_site)
+            dst_kind, host_kind, async, stream, device, action, tid, site, func, py_site, py_func)
   summary_transfers(process_id, dir, host_kind, bucket_min, action, count, bytes, host_ns, device)
-  summary_sites(process_id, site, func, py_site, count, bytes, host_ns, kinds)
+  summary_sites(process_id, site, func, py_site, py_func, count, bytes, host_ns, kinds)
   summary_syncs(process_id, call, count, host_ns)
   advice(process_id, rule, message, est_saving_ns)
   sync_records(process_id, t_ns, wall_ns, host_ns, call, stream, tid)   (logs with sync records)
@@ -33,10 +33,11 @@ CREATE TABLE processes(process_id INTEGER PRIMARY KEY, host TEXT, rank TEXT, pid
     bytes INTEGER, host_ns INTEGER, failed_copies INTEGER, dropped INTEGER, log_file TEXT, log_line INTEGER);
 CREATE TABLE transfers(process_id INTEGER, seq INTEGER, t_ns INTEGER, wall_ns INTEGER, host_ns INTEGER,
     device_ns INTEGER, entry TEXT, dir TEXT, bytes INTEGER, src_kind TEXT, dst_kind TEXT, host_kind TEXT,
-    async INTEGER, stream TEXT, device INTEGER, action TEXT, tid INTEGER, site TEXT, func TEXT, py_site TEXT);
+    async INTEGER, stream TEXT, device INTEGER, action TEXT, tid INTEGER, site TEXT, func TEXT, py_site TEXT,
+    py_func TEXT);
 CREATE TABLE summary_transfers(process_id INTEGER, dir TEXT, host_kind TEXT, bucket_min INTEGER, action TEXT,
     count INTEGER, bytes INTEGER, host_ns INTEGER, device INTEGER);
-CREATE TABLE summary_sites(process_id INTEGER, site TEXT, func TEXT, py_site TEXT, count INTEGER, bytes INTEGER,
+CREATE TABLE summary_sites(process_id INTEGER, site TEXT, func TEXT, py_site TEXT, py_func TEXT, count INTEGER, bytes INTEGER,
     host_ns INTEGER, kinds TEXT);
 CREATE TABLE summary_syncs(process_id INTEGER, call TEXT, count INTEGER, host_ns INTEGER);
 CREATE TABLE advice(process_id INTEGER, rule TEXT, message TEXT, est_saving_ns INTEGER);
@@ -80,12 +81,12 @@ class PartWriter:
                           _int(f[F["device_ns"]]), f[F["entry"]], f[F["dir"]], int(f[F["bytes"]]),
                           f[F["src_kind"]], f[F["dst_kind"]], f[F["host_kind"]], 1 if f[F["async"]] == "true" else 0,
                           f[F["stream"]], _int(f[F["device"]]), f[F["action"]], _int(f[F["tid"]]), f[F["site"]],
-                          f[F["func"]], f[F["py_site"]]))
+                          f[F["func"]], f[F["py_site"]], f[F["py_func"]]))
         if len(self.rows) >= BATCH:
             self._flush()
 
     def _flush(self):
-        self.db.executemany("INSERT INTO transfers VALUES (%s)" % ",".join("?" * 20), self.rows)
+        self.db.executemany("INSERT INTO transfers VALUES (%s)" % ",".join("?" * 21), self.rows)
         self.rows = []
 
     def sync(self, section, r):
@@ -114,9 +115,10 @@ class PartWriter:
                                 r.get("device") if is_int(r.get("device")) else None))
             for r in s.get("sites") or []:
                 if isinstance(r, dict) and all(is_int(r.get(k)) for k in ("count", "bytes", "host_ns")):
-                    db.execute("INSERT INTO summary_sites VALUES (?,?,?,?,?,?,?,?)",
+                    db.execute("INSERT INTO summary_sites VALUES (?,?,?,?,?,?,?,?,?)",
                                (p.section, str(r.get("site")), r.get("func") if isinstance(r.get("func"), str) else None,
                                 r.get("py_site") if isinstance(r.get("py_site"), str) else None,
+                                r.get("py_func") if isinstance(r.get("py_func"), str) else None,
                                 r["count"], r["bytes"], r["host_ns"], json.dumps(r.get("kinds") or {})))
             for call, count, ns in p.syncs:
                 db.execute("INSERT INTO summary_syncs VALUES (?,?,?,?)", (p.section, call, count, ns))

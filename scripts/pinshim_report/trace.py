@@ -78,13 +78,14 @@ class PartWriter:
         self.out.write(
             '{"pid":%d,"tid":%d,"ph":"X","cat":"copy","name":%s,"ts":%.3f,"dur":%.3f,"args":{"bytes":%s,'
             '"dir":%s,"host_kind":%s,"src_kind":%s,"dst_kind":%s,"action":%s,"entry":%s,"async":%s,"stream":%s,'
-            '"device":%s,"seq":%s,"tid":%s,"site":%s,"func":%s%s%s}},\n'
+            '"device":%s,"seq":%s,"tid":%s,"site":%s,"func":%s%s%s%s}},\n'
             % (self.pid, tid, q("%s %s" % (f[F["dir"]], f[F["host_kind"]])),
                (self.offset + int(f[F["t_ns"]])) / 1e3, int(f[F["host_ns"]]) / 1e3, f[F["bytes"]],
                q(f[F["dir"]]), q(f[F["host_kind"]]), q(f[F["src_kind"]]), q(f[F["dst_kind"]]), q(f[F["action"]]),
                q(f[F["entry"]]), f[F["async"]], q(f[F["stream"]]), f[F["device"]] or "null", f[F["seq"]] or "null",
                f[F["tid"]] or "null", q(f[F["site"]]), q(f[F["func"]]),
                "" if f[F["py_site"]] is None else ',"py_site":' + q(f[F["py_site"]]),
+               "" if f[F["py_func"]] is None else ',"py_func":' + q(f[F["py_func"]]),
                "" if device_ns is None else ',"device_ns":' + device_ns))
 
     def sync(self, section, record):

@@ -27,6 +27,7 @@
 /* Values of the guard and guard_pages keys, in the order of their choices. */
 enum { GUARD_OFF, GUARD_WARN, GUARD_REPAIR, GUARD_ABORT };
 enum { GUARD_PAGES_ALL, GUARD_PAGES_FIRST };
+enum { GUARD_STACK_FOLDED, GUARD_STACK_FULL };
 
 #define GUARD_SLOTS 256 /* ranges guarded at once; more copies in flight are not guarded */
 

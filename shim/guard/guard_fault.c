@@ -19,6 +19,7 @@
 #include "guard_stack.h"
 #include "observe/callsite.h"
 #include "observe/jbuf.h"
+#include "observe/pysite.h"
 #include "policy.h"
 
 #define GUARD_REPORTS_PER_SITE 3    /* full reports per call site; later races there are counted */
@@ -26,6 +27,7 @@
 #define GUARD_REPAIR_WAIT_NS 30000000000ull /* repair gives up waiting for a copy after 30 s */
 #define GUARD_BUSY_WAIT_NS 30000000000ull   /* a fault waits this long for another thread's release */
 #define GUARD_STACK_MAX 32
+#define GUARD_PY_FRAMES_MAX 24 /* Python frames read for a report */
 
 struct guard_counters guard_n;
 static __thread uintptr_t tls_stale_addr __attribute__((tls_model("initial-exec")));
@@ -76,13 +78,59 @@ static void line_start(struct jbuf *jb)
     jb_lit(jb, "== ");
 }
 
+static void stream_name(struct jbuf *jb, CUstream stream)
+{
+    jb_hex(jb, (uintptr_t)stream);
+    if (stream == NULL || stream == CU_STREAM_LEGACY)
+        jb_lit(jb, " (the legacy default stream)");
+    else if (stream == CU_STREAM_PER_THREAD)
+        jb_lit(jb, " (the per-thread default stream)");
+}
+
+/* "read at": the reading thread's Python line, else its first frame in the program's executable
+ * (when the program is not the Python interpreter), else the access itself. */
+static void access_site(struct jbuf *jb, const uintptr_t *frames, int nframes)
+{
+    if (pysite_append_here(jb))
+        return;
+    int pick = 0;
+    if (!pysite_python())
+        for (int f = 0; f < nframes; f++) {
+            bool main = false;
+            guard_frame_module(frames[f], &main);
+            if (main) {
+                pick = f;
+                break;
+            }
+        }
+    char fr[160];
+    size_t pos = 0;
+    if (nframes > 0) {
+        guard_frame_text(fr, sizeof fr, &pos, frames[pick]);
+        jb_raw(jb, fr, pos);
+        jb_lit(jb, " (frame #");
+        jb_u64(jb, (uint64_t)pick);
+        jb_lit(jb, pysite_python() ? " below; the thread runs no Python code)" : " below)");
+    } else {
+        jb_lit(jb, "?");
+    }
+}
+
+/* The report: first what happened in the program's own terms (the line that read, the line that
+ * started the copy, the stream, the fix), then the details and the stacks. */
 static void report(const struct guard_slot *s, unsigned i, uintptr_t addr, enum guard_access access,
                    const char *via, const void *uc, uint64_t site_count)
 {
     uintptr_t frames[GUARD_STACK_MAX];
     int nframes = uc ? guard_stack_signal(uc, frames, GUARD_STACK_MAX) : guard_stack_here(frames, GUARD_STACK_MAX);
-    char buf[4096];
-    struct jbuf jb;
+    bool full = pinshim_policy.guard_stack == GUARD_STACK_FULL;
+    bool done = guard_marker_done(s, i);
+    char buf[6144], prefix[40];
+    struct jbuf jb, pb;
+    jb_init(&pb, prefix, sizeof prefix - 1);
+    line_start(&pb);
+    jb_lit(&pb, "    ");
+    prefix[pb.len] = '\0';
     jb_init(&jb, buf, sizeof buf);
     line_start(&jb);
     jb_lit(&jb, access == GUARD_WRITE ? "pinshim: unsynchronized WRITE of D2H destination at "
@@ -94,39 +142,48 @@ static void report(const struct guard_slot *s, unsigned i, uintptr_t addr, enum 
     }
     jb_lit(&jb, "\n");
     line_start(&jb);
-    jb_lit(&jb, "  offset ");
-    jb_u64(&jb, addr >= s->dst ? addr - s->dst : 0);
-    jb_lit(&jb, " of copy #");
-    jb_u64(&jb, s->copy_no);
-    jb_lit(&jb, ": ");
-    jb_lit(&jb, driver_entries[s->entry].export_name);
-    jb_lit(&jb, ", ");
-    jb_u64(&jb, s->bytes);
-    jb_lit(&jb, " bytes into ");
-    jb_hex(&jb, s->dst);
-    jb_lit(&jb, ", stream ");
-    jb_hex(&jb, (uintptr_t)s->stream);
-    jb_lit(&jb, ", called from ");
+    jb_lit(&jb, access == GUARD_WRITE ? "  written at:  " : "  read at:     ");
+    access_site(&jb, frames, nframes);
+    jb_lit(&jb, "\n");
+    line_start(&jb);
+    jb_lit(&jb, "  copy from:   ");
     if (s->site)
         callsite_append_text(&jb, s->site);
     else
         jb_lit(&jb, "?");
     jb_lit(&jb, "\n");
     line_start(&jb);
-    jb_lit(&jb, guard_marker_done(s, i) ? "  the copy had completed, but no host synchronization covered it yet\n"
-                                : "  the copy had NOT completed: the data read may be stale\n");
+    jb_lit(&jb, "  on stream:   ");
+    stream_name(&jb, s->stream);
+    jb_lit(&jb, done ? ": the copy had completed, but no host synchronization covered it yet\n"
+                     : ": the copy had NOT completed: the data read may be stale\n");
     line_start(&jb);
-    jb_lit(&jb, "  access stack:\n");
-    for (int f = 0; f < nframes; f++) {
-        char fr[160];
-        size_t pos = 0;
-        guard_module_name(fr, sizeof fr, &pos, frames[f]);
-        line_start(&jb);
-        jb_lit(&jb, "    #");
-        jb_u64(&jb, (uint64_t)f);
-        jb_raw(&jb, fr, pos);
-        jb_lit(&jb, "\n");
+    jb_lit(&jb, "  fix:         synchronize that stream before the access (PyTorch: torch.cuda.current_stream()."
+                "synchronize() or torch.cuda.synchronize(); CUDA: cudaStreamSynchronize / cuStreamSynchronize), "
+                "or record an event after the copy and wait on it (event.synchronize(), cudaEventSynchronize)\n");
+    line_start(&jb);
+    jb_lit(&jb, "  the copy:    #");
+    jb_u64(&jb, s->copy_no);
+    jb_lit(&jb, " ");
+    jb_lit(&jb, driver_entries[s->entry].export_name);
+    jb_lit(&jb, ", ");
+    jb_u64(&jb, s->bytes);
+    jb_lit(&jb, " bytes into ");
+    jb_hex(&jb, s->dst);
+    jb_lit(&jb, "; the access is at offset ");
+    jb_u64(&jb, addr >= s->dst ? addr - s->dst : 0);
+    jb_lit(&jb, "\n");
+    if (pysite_python()) {
+        struct jbuf py = jb;
+        line_start(&py);
+        jb_lit(&py, full ? "  Python stack of the access:\n" : "  Python stack of the access (library frames counted):\n");
+        if (pysite_append_stack(&py, prefix, GUARD_PY_FRAMES_MAX, full) > 0)
+            jb = py; /* only when the thread had Python frames */
     }
+    line_start(&jb);
+    jb_lit(&jb, full ? "  native stack of the access:\n"
+                     : "  native stack of the access (runs in one library folded; guard_stack=full shows all):\n");
+    guard_stack_append(&jb, prefix, frames, nframes, full);
     line_start(&jb);
     jb_lit(&jb, "  guard = ");
     jb_lit(&jb, mode_names[pinshim_policy.guard]);

@@ -15,6 +15,7 @@
 #include <unwind.h>
 
 #include "base/real.h"
+#include "observe/jbuf.h"
 
 #define GUARD_MODULES 512 /* loaded objects named in reports; later ones show as bare addresses */
 
@@ -90,6 +91,7 @@ int guard_stack_signal(const void *ucv, uintptr_t *frames, int max)
 
 struct module {
     uintptr_t lo, hi, base;
+    bool main; /* the program's executable (the first object dl_iterate_phdr names) */
     char name[64];
 };
 
@@ -126,6 +128,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
     m->lo = lo;
     m->hi = hi;
     m->base = info->dlpi_addr;
+    m->main = module_count[t] == 1;
     const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : program_invocation_name;
     const char *slash = strrchr(name, '/');
     snprintf(m->name, sizeof m->name, "%s", slash ? slash + 1 : name);
@@ -165,20 +168,81 @@ static void append_hex(char *buf, size_t len, size_t *pos, uintptr_t v)
     append(buf, len, pos, tmp + n, sizeof tmp - n);
 }
 
-void guard_module_name(char *buf, size_t len, size_t *pos, uintptr_t addr)
+static const struct module *find_module(uintptr_t addr, int *index)
 {
     int t = __atomic_load_n(&module_current, __ATOMIC_ACQUIRE);
-    append(buf, len, pos, " ", 1);
-    append_hex(buf, len, pos, addr);
     for (int i = 0; i < module_count[t]; i++) {
         const struct module *m = &modules[t][i];
         if (addr >= m->lo && addr < m->hi) {
-            append(buf, len, pos, " (", 2);
-            append(buf, len, pos, m->name, strlen(m->name));
-            append(buf, len, pos, "+", 1);
-            append_hex(buf, len, pos, addr - m->base);
-            append(buf, len, pos, ")", 1);
-            return;
+            if (index)
+                *index = i;
+            return m;
+        }
+    }
+    return NULL;
+}
+
+void guard_module_name(char *buf, size_t len, size_t *pos, uintptr_t addr)
+{
+    append(buf, len, pos, " ", 1);
+    append_hex(buf, len, pos, addr);
+    const struct module *m = find_module(addr, NULL);
+    if (m) {
+        append(buf, len, pos, " (", 2);
+        append(buf, len, pos, m->name, strlen(m->name));
+        append(buf, len, pos, "+", 1);
+        append_hex(buf, len, pos, addr - m->base);
+        append(buf, len, pos, ")", 1);
+    }
+}
+
+void guard_frame_text(char *buf, size_t len, size_t *pos, uintptr_t addr)
+{
+    const struct module *m = find_module(addr, NULL);
+    if (m) {
+        append(buf, len, pos, m->name, strlen(m->name));
+        append(buf, len, pos, "+", 1);
+        append_hex(buf, len, pos, addr - m->base);
+    } else {
+        append_hex(buf, len, pos, addr);
+    }
+}
+
+int guard_frame_module(uintptr_t addr, bool *main)
+{
+    int i = -1;
+    const struct module *m = find_module(addr, &i);
+    if (main)
+        *main = m && m->main;
+    return i;
+}
+
+void guard_stack_append(struct jbuf *jb, const char *prefix, const uintptr_t *frames, int n, bool full)
+{
+    for (int f = 0; f < n;) {
+        char fr[160];
+        size_t pos = 0;
+        guard_module_name(fr, sizeof fr, &pos, frames[f]);
+        jb_lit(jb, prefix);
+        jb_lit(jb, "#");
+        jb_u64(jb, (uint64_t)f);
+        jb_raw(jb, fr, pos);
+        jb_lit(jb, "\n");
+        bool main = false;
+        int mod = guard_frame_module(frames[f], &main), run = f + 1;
+        while (!full && !main && mod >= 0 && run < n && guard_frame_module(frames[run], NULL) == mod)
+            run++; /* a library's run; the program's own frames are all shown */
+        if (run - f > 2) { /* fold: one line for the rest of the run */
+            const struct module *m = find_module(frames[f], NULL);
+            jb_lit(jb, prefix);
+            jb_lit(jb, "   ... ");
+            jb_u64(jb, (uint64_t)(run - f - 1));
+            jb_lit(jb, " more frames in ");
+            jb_lit(jb, m ? m->name : "?");
+            jb_lit(jb, "\n");
+            f = run;
+        } else {
+            f++;
         }
     }
 }

@@ -15,15 +15,17 @@
 #include "base/common.h"
 #include "base/real.h"
 #include "modules.h"
+#include "pysite.h"
 
-#define SITE_SLOTS 1024u     /* distinct return addresses remembered (power of 2) */
+#define SITE_SLOTS 4096u     /* return addresses and (address, Python site) pairs remembered (power of 2) */
 #define UNWIND_MAX_FRAMES 48 /* deeper than this, the site is unknown */
 #define FILL_SPIN_MAX 100000 /* waits for another thread classifying the same address */
 
 enum site_state { STATE_FILLING, STATE_SKIP, STATE_SITE };
 
 struct callsite {
-    uintptr_t addr; /* the key: a return address; 0 = free slot */
+    uintptr_t addr; /* the key, with py: a return address; 0 = free slot */
+    const struct pysite *py; /* NULL: the address's own entry; else a pair entry (a copy of it + py) */
     int state;
     uintptr_t offset; /* of the call instruction (return address - 1) in its module */
     char module[64];
@@ -45,6 +47,7 @@ void callsite_init(void)
     Dl_info self;
     if (dladdr((void *)callsite_init, &self))
         shim_base = (uintptr_t)self.dli_fbase;
+    pysite_init();
     /* glibc's backtrace() loads libgcc_s (allocating) on first use: do that now, not in a copy. */
     void *frames[2];
     backtrace(frames, 2);
@@ -98,25 +101,50 @@ static const struct callsite *wait_filled(const struct callsite *e)
     return NULL;
 }
 
-/* The table entry of a return address, classifying it on first sight; NULL if the table is full. */
-static const struct callsite *lookup(uintptr_t addr)
+/* The table entry of (return address, Python site): for py NULL the address's own, classified on
+ * first sight; else a program site's pair with py (copied from native). NULL if the table is full. */
+static const struct callsite *lookup_pair(uintptr_t addr, const struct pysite *py, const struct callsite *native)
 {
-    size_t h = (size_t)((addr * 0x9E3779B97F4A7C15ull) >> 40);
+    size_t h = (size_t)(((addr ^ (uintptr_t)py) * 0x9E3779B97F4A7C15ull) >> 40);
     for (size_t i = 0; i < SITE_SLOTS; i++) {
         struct callsite *e = &table[(h + i) & (SITE_SLOTS - 1)];
         uintptr_t key = __atomic_load_n(&e->addr, __ATOMIC_ACQUIRE);
         if (key == 0) {
             uintptr_t expected = 0;
             if (__atomic_compare_exchange_n(&e->addr, &expected, addr, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                __atomic_store_n(&e->state, classify(e, addr), __ATOMIC_RELEASE);
+                e->py = py;
+                int state = STATE_SITE;
+                if (native) {
+                    e->offset = native->offset;
+                    memcpy(e->module, native->module, sizeof e->module);
+                    memcpy(e->func, native->func, sizeof e->func);
+                } else {
+                    state = classify(e, addr);
+                }
+                __atomic_store_n(&e->state, state, __ATOMIC_RELEASE);
                 return e;
             }
             key = expected;
         }
-        if (key == addr)
-            return wait_filled(e);
+        if (key == addr) {
+            const struct callsite *f = wait_filled(e);
+            if (!f || f->py == py)
+                return f;
+        }
     }
     return NULL;
+}
+
+static const struct callsite *lookup(uintptr_t addr) { return lookup_pair(addr, NULL, NULL); }
+
+/* The native site s with the calling thread's Python site, when it has one. */
+static const struct callsite *with_python(const struct callsite *s)
+{
+    const struct pysite *py = s ? pysite_capture() : NULL;
+    if (!py)
+        return s;
+    const struct callsite *pair = lookup_pair(s->addr, py, s);
+    return pair ? pair : s;
 }
 
 struct walk {
@@ -149,12 +177,12 @@ const struct callsite *callsite_capture(void)
     if (hint) {
         const struct callsite *e = lookup(hint);
         if (e && __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == STATE_SITE)
-            return e;
+            return with_python(e);
     }
     if (unwind_backtrace) {
         struct walk w = {0, NULL};
         unwind_backtrace(walk_step, &w);
-        return w.found;
+        return with_python(w.found);
     }
     void *frames[UNWIND_MAX_FRAMES];
     int n = backtrace(frames, UNWIND_MAX_FRAMES);
@@ -163,7 +191,7 @@ const struct callsite *callsite_capture(void)
         if (!e)
             return NULL;
         if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == STATE_SITE)
-            return e;
+            return with_python(e);
     }
     return NULL;
 }
@@ -264,10 +292,21 @@ void callsite_json_fields(struct jbuf *jb, const struct callsite *s)
         jb_str(jb, s->func);
     else
         jb_lit(jb, "null");
+    if (s->py) {
+        jb_lit(jb, ",");
+        pysite_json_fields(jb, s->py);
+    }
 }
 
 const char *callsite_text(const struct callsite *s, char *buf, size_t len)
 {
+    if (s->py) {
+        struct jbuf jb;
+        jb_init(&jb, buf, len ? len - 1 : 0);
+        callsite_append_text(&jb, s);
+        buf[jb.len] = '\0';
+        return buf;
+    }
     if (s->func[0])
         snprintf(buf, len, "%s (%s+0x%lx)", s->func, s->module, (unsigned long)s->offset);
     else
@@ -277,6 +316,10 @@ const char *callsite_text(const struct callsite *s, char *buf, size_t len)
 
 void callsite_append_text(struct jbuf *jb, const struct callsite *s)
 {
+    if (s->py) {
+        pysite_append_text(jb, s->py);
+        jb_lit(jb, " via ");
+    }
     if (s->func[0]) {
         jb_lit(jb, s->func);
         jb_lit(jb, " (");
@@ -328,4 +371,5 @@ void callsite_fork_child(void)
             e->state = STATE_SKIP;
         memset(&e->t, 0, sizeof e->t);
     }
+    pysite_fork_child();
 }

@@ -3,6 +3,8 @@
  * functions named cuda* / __cuda*, which is how a statically linked CUDA runtime shows up), named
  * by its module's basename and the offset of the call instruction in it ("app+0x1234"), plus the
  * symbol when the module exports one (link the program with -rdynamic to see static functions).
+ * In a CPython process the site also carries the Python line the copy was made from (pysite.h):
+ * sites are then (native site, Python site) pairs, each with its own totals.
  * Contract: callsite_init() runs once, from the constructor, before any copy (it loads the unwinder
  * so that no later capture allocates). callsite_capture() and callsite_add() are thread-safe and
  * lock-free: one unwind that stops at the first program frame, one hash probe per frame (return
@@ -37,17 +39,19 @@ const struct callsite *callsite_capture(void);
 /* Adds one successful copy to its site's totals. */
 void callsite_add(const struct callsite *s, const struct copy *c, uint64_t host_ns);
 
-/* Appends "site":"<module>+0x<offset>","func":"<symbol>"|null (async-signal-safe). NULL site:
+/* Appends "site":"<module>+0x<offset>","func":"<symbol>"|null, then ,"py_site":"<file>:<line>",
+ * "py_func":"<function>" when the site has a Python site (async-signal-safe). NULL site:
  * "site":null,"func":null. */
 void callsite_json_fields(struct jbuf *jb, const struct callsite *s);
 
 /* Fills out[] with up to max sites, most host time first, and their totals. Returns how many. */
 size_t callsite_top(const struct callsite **out, struct callsite_totals *totals, size_t max);
 
-/* The site as text, "func (module+0xoffset)" or "module+0xoffset", into buf. */
+/* The site as text, "func (module+0xoffset)" or "module+0xoffset", preceded by
+ * "<file>:<line> in <function> via " when it has a Python site, into buf. */
 const char *callsite_text(const struct callsite *s, char *buf, size_t len);
 
-/* Appends the site as text, "func (module+0xoffset)" or "module+0xoffset" (async-signal-safe). */
+/* Appends the site as callsite_text() writes it (async-signal-safe). */
 void callsite_append_text(struct jbuf *jb, const struct callsite *s);
 
 /* Appends the summary's "sites" array value: the top max sites by host time (async-signal-safe). */

@@ -36,8 +36,11 @@ PY
     [ "$(guard_field race 'g["reads"]')" = 200 ]
     [ "$(guard_field race 'g["reports"] + g["rate_limited"]')" = 200 ]
     grep -Eq '^==[0-9]+== pinshim: unsynchronized READ of D2H destination at 0x[0-9a-f]+$' "$WORK/race.err"
-    grep -Eq '^==[0-9]+==   offset 0 of copy #1: cuMemcpyDtoHAsync_v2, 2097152 bytes into 0x[0-9a-f]+, stream 0x[0-9a-f]+, called from guardprog\+0x' "$WORK/race.err"
-    grep -Eq '^==[0-9]+==   the copy had NOT completed' "$WORK/race.err"
+    grep -Eq '^==[0-9]+==   read at:     guardprog\+0x[0-9a-f]+ \(frame #0 below\)$' "$WORK/race.err"
+    grep -Eq '^==[0-9]+==   copy from:   guardprog\+0x[0-9a-f]+$' "$WORK/race.err"
+    grep -Eq '^==[0-9]+==   on stream:   0x[0-9a-f]+: the copy had NOT completed' "$WORK/race.err"
+    grep -Eq '^==[0-9]+==   fix:         synchronize that stream before the access' "$WORK/race.err"
+    grep -Eq '^==[0-9]+==   the copy:    #1 cuMemcpyDtoHAsync_v2, 2097152 bytes into 0x[0-9a-f]+; the access is at offset 0$' "$WORK/race.err"
     grep -Eq '^==[0-9]+==     #0 0x[0-9a-f]+ \(guardprog\+0x[0-9a-f]+\)$' "$WORK/race.err"
     grep -Eq '^==[0-9]+== pinshim: SUMMARY: 200 unsynchronized accesses of D2H destinations \(200 READ, 0 WRITE; 3 reported, 197 rate-limited\)$' "$WORK/race.err"
 }
