@@ -359,6 +359,11 @@ FRAMEWORK_TITLES = {"cuda": "CUDA C", "pytorch": "PyTorch", "cupy": "CuPy", "jax
 
 
 def framework_of(text):
+    """Inside a Python environment only the package's own path counts (a virtual environment may
+    live in a folder named after another framework)."""
+    cut = text.rfind("-packages/")
+    if cut >= 0:
+        text = text[cut + len("-packages"):]
     for framework, piece in FRAMEWORK_RULES:
         if piece in text:
             return framework

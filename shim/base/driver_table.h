@@ -50,7 +50,9 @@
     X(stream_sync_ptsz,     "cuStreamSynchronize_ptsz",   "cuStreamSynchronize", 2000, 0, PTDS,   stream_sync) \
     X(stream_query,         "cuStreamQuery",              "cuStreamQuery",       2000, 0, LEGACY, stream_query) \
     X(stream_query_ptsz,    "cuStreamQuery_ptsz",         "cuStreamQuery",       2000, 0, PTDS,   stream_query) \
-    X(ctx_sync,             "cuCtxSynchronize",           "cuCtxSynchronize",    2000, 0, ANY,    ctx_sync) \
+    /* cuGetProcAddress("cuCtxSynchronize", 13000) answers cuCtxSynchronize_v2(CUcontext): driver 580 */ \
+    X(ctx_sync,             "cuCtxSynchronize",           "cuCtxSynchronize",    2000, 13000, ANY, ctx_sync) \
+    X(ctx_sync_v2,          "cuCtxSynchronize_v2",        "cuCtxSynchronize",   13000, 0, ANY,    ctx_sync_v2) \
     X(event_sync,           "cuEventSynchronize",         "cuEventSynchronize",  2000, 0, ANY,    event_sync) \
     X(event_query,          "cuEventQuery",               "cuEventQuery",        2000, 0, ANY,    event_query) \
     X(event_record,         "cuEventRecord",              "cuEventRecord",       2000, 0, LEGACY, event_record) \

@@ -56,6 +56,8 @@
 #define SHAPE_stream_query_CA , stream
 #define SHAPE_ctx_sync_P void
 #define SHAPE_ctx_sync_CA
+#define SHAPE_ctx_sync_v2_P CUcontext ctx
+#define SHAPE_ctx_sync_v2_CA , ctx
 #define SHAPE_event_sync_P CUevent event
 #define SHAPE_event_sync_CA , event
 #define SHAPE_event_query_P CUevent event
@@ -103,7 +105,7 @@
 #define PINSHIM_SHAPES(S)                                                                           \
     S(unified) S(unified_async) S(htod) S(htod_async) S(dtoh) S(dtoh_async) S(dtod) S(dtod_async)   \
     S(m2d) S(m2d_async) S(m3d) S(m3d_async) S(peer) S(peer_async) S(batch_v1) S(batch_v2)           \
-    S(stream_sync) S(stream_query) S(event_sync) S(event_query) S(event_record) S(event_record_flags) \
+    S(stream_sync) S(stream_query) S(ctx_sync_v2) S(event_sync) S(event_query) S(event_record) S(event_record_flags) \
     S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister) S(primary_reset)   \
     S(ptr_attr) S(ptr_attrs) S(ptr_set_attr) S(host_get_flags) S(host_get_devptr) S(ctx_destroy)   \
     S(getproc_v1) S(getproc_v2)

@@ -16,9 +16,10 @@ static void answer_query(const char *symbol, void **pfn, int version, uint64_t f
     int id = driver_find_query(symbol, version, flags);
     if (id < 0 || driver_is_wrapper(*pfn))
         return;
-    /* A version newer than the headers we were built with may carry a new ABI under the same
-     * name: wrap it only if the driver answered with the very symbol we know. */
-    if (version > CUDA_VERSION && *pfn != real_driver_symbol(driver_entries[id].export_name))
+    /* A version may carry a new ABI under the same name (driver 580 answers "cuCtxSynchronize" at
+     * 13000 with cuCtxSynchronize_v2(CUcontext), which a cuda.h of 13000 declares too): wrap it only
+     * if the driver answered with the very symbol the row is for, else pass the answer through. */
+    if (*pfn != real_driver_symbol(driver_entries[id].export_name))
         return;
     /* If another route already fixed the row's real pointer, the wrapper keeps calling that one:
      * both are the driver's function for the same (name, version, flavour). */

@@ -31,8 +31,9 @@ static struct module table[MODULES_MAX];
 static unsigned count; /* published entries */
 static pthread_mutex_t fill_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The framework a module's path belongs to. Checked in order: a PyTorch wheel also ships
- * libraries whose names say nothing (libc10_cuda.so) but sit in torch/lib. */
+/* The framework a module's path belongs to (site-packages/dist-packages: the part after it).
+ * Checked in order: a PyTorch wheel also ships libraries whose names say nothing (libc10_cuda.so)
+ * but sit in torch/lib. */
 static enum framework framework_of(const char *path, const char *name)
 {
     static const struct {
@@ -43,8 +44,14 @@ static enum framework framework_of(const char *path, const char *name)
         {FRAMEWORK_CUPY, "cupy"},       {FRAMEWORK_JAX, "jaxlib"},       {FRAMEWORK_JAX, "/jax"},
         {FRAMEWORK_JAX, "xla"},
     };
+    /* Inside a Python environment only the installed package's own path counts: a virtual
+     * environment may live in a folder named after another framework (CuPy's modules under
+     * /opt/torch/.venv/.../site-packages/cupy_backends were taken for PyTorch's on the GPU machine). */
+    const char *tail = NULL;
+    for (const char *p = path; (p = strstr(p, "-packages/")) != NULL; p++)
+        tail = p + sizeof "-packages" - 1; /* keeps the '/' before the package's name */
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
-        if (strstr(path, rules[i].in_path) || strstr(name, rules[i].in_path))
+        if (strstr(tail ? tail : path, rules[i].in_path) || strstr(name, rules[i].in_path))
             return rules[i].fw;
     return FRAMEWORK_CUDA_C;
 }

@@ -105,7 +105,7 @@ pythons() {
     mkdir -p "$WORK/logs"
     PINSHIM_LOG="$WORK/logs/r.jsonl" run_app rep shim "$p" "$PY/pysites.py"
     "$ROOT/scripts/pinshim-report" "$WORK/logs" >"$WORK/report.txt"
-    grep -q "pysites.py:[0-9]* in copy_main (libffi" "$WORK/report.txt"
+    grep -Eq "pysites.py:[0-9]+ in copy_main \((.* \()?libffi" "$WORK/report.txt" # symbolized or not
     "$ROOT/scripts/pinshim-report" "$WORK/logs" --html "$WORK/r.html"
     grep -q "pysites.py:[0-9]* in copy_main" "$WORK/r.html"
 }

@@ -123,6 +123,9 @@ site_advice() {
     [[ "$(site_advice h2d)" == *"(CUDA C)"*"cudaHostRegister"* ]]
     run_framework site-packages/jaxlib libxla_copier.so
     [[ "$(site_advice h2d)" == *"(JAX)"*'memory_kind="pinned_host"'* ]]
+    # a virtual environment in a folder named after another framework (the GPU machine's /opt/torch/.venv)
+    run_framework opt/torch/.venv/lib/python3.12/site-packages/cupy_backends/cuda libruntime_copier.so
+    [[ "$(site_advice d2h)" == *"(CuPy)"*"cupyx.empty_pinned"* ]]
 }
 
 @test "two devices: summary rows, JSON rows, records and the report split the copies by device" {

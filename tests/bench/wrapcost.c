@@ -78,7 +78,7 @@ int main(int argc, char **argv)
     if (record_flags)
         MEDIAN("cuEventRecordWithFlags", n, CHECK(record_flags(e, s, 0)));
     MEDIAN("cuEventSynchronize (done)", n, CHECK(d.event_sync(e)));
-    MEDIAN("cuCtxSynchronize (idle)", n, CHECK(d.ctx_sync()));
+    MEDIAN("cuCtxSynchronize (idle)", n, CHECK(d.ctx_sync(NULL)));
     /* A program that also copies a pageable buffer again and again: pin-on-reuse registers it (the
      * shim's default register_after is 3 copies), and the pinned copies above run beside a live
      * registration. */

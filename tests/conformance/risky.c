@@ -8,7 +8,7 @@
 
 static void sticky(const char *key)
 {
-    say(key, "ctx_sync %s", rcs(d.ctx_sync()));
+    say(key, "ctx_sync %s", rcs(d.ctx_sync(NULL)));
 }
 
 /* The copies go to the last 64 KiB of a freed 64 MiB allocation: a later allocation of someone

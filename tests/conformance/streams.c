@@ -73,7 +73,7 @@ static void ordering(const char *key, struct test_driver *drv, CUstream s, int d
     CUresult rs = drv->stream_sync(drv == &pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY);
     gate_finish(&g);
     NEED(d.stream_sync(s));
-    NEED(d.ctx_sync());
+    NEED(d.ctx_sync(NULL));
     unsigned char *a = malloc(N), *b = malloc(N), *c = malloc(N), *now = malloc(N);
     test_fill(a, N, 10);
     test_fill(b, N, 11);

@@ -586,6 +586,22 @@ FK_ENTRY(cuCtxSynchronize, (void))
   return fk_sync_ctx(c);
 }
 
+/* CUDA 13's form, what cuGetProcAddress("cuCtxSynchronize", 13000) returns (driver 580): the
+ * context is named; NULL means the current one. */
+FK_ENTRY(cuCtxSynchronize_v2, (CUcontext h))
+{
+  FK_COUNT(cuCtxSynchronize_v2);
+  fk_ctx *c;
+  CUresult r = h ? fk_check_init() : fk_need_ctx(&c);
+  if (r)
+    return r;
+  if (h && !ctx_valid(h))
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (fk_tls_worker) /* a host function may not synchronize */
+    return CUDA_ERROR_NOT_PERMITTED;
+  return fk_sync_ctx(h ? (fk_ctx *)h : c);
+}
+
 /* ---- error strings ------------------------------------------------------------------------------ */
 
 static const struct { CUresult code; const char *name, *text; } errors[] = {

@@ -42,6 +42,7 @@ static const struct row rows[] = {
   { "cuCtxPushCurrent", 4000, F(cuCtxPushCurrent_v2), NULL },
   { "cuCtxPopCurrent", 4000, F(cuCtxPopCurrent_v2), NULL },
   { "cuCtxSynchronize", 2000, F(cuCtxSynchronize), NULL },
+  { "cuCtxSynchronize", 13000, F(cuCtxSynchronize_v2), NULL },
   { "cuGetErrorString", 6000, F(cuGetErrorString), NULL },
   { "cuGetErrorName", 6000, F(cuGetErrorName), NULL },
 

@@ -11,7 +11,7 @@
   X(cuDeviceGetAttribute) X(cuDeviceTotalMem_v2) X(cuDevicePrimaryCtxRetain) \
   X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) X(cuCtxCreate_v2) X(cuCtxCreate_v4) \
   X(cuCtxDestroy_v2) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxPushCurrent_v2) \
-  X(cuCtxPopCurrent_v2) X(cuCtxSynchronize) X(cuGetErrorString) X(cuGetErrorName) \
+  X(cuCtxPopCurrent_v2) X(cuCtxSynchronize) X(cuCtxSynchronize_v2) X(cuGetErrorString) X(cuGetErrorName) \
   /* fake_mem.c */ \
   X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemAllocManaged) X(cuMemGetInfo_v2) X(cuMemGetAddressRange_v2) \
   X(cuMemAllocHost_v2) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemHostRegister_v2) X(cuMemHostRegister) \

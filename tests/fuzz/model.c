@@ -81,7 +81,7 @@ static void all_done(int dev)
 static void ctx_sync(int dev)
 {
     use_dev(dev);
-    said(F.d.ctx_sync(), "ctx_sync dev%d", dev);
+    said(F.d.ctx_sync(NULL), "ctx_sync dev%d", dev);
     all_done(dev);
 }
 

@@ -196,7 +196,7 @@ static int run_copy_suite(struct test_driver *d)
     CHECK(d->event_sync(ev));
     CHECK(d->event_query(ev));
     CHECK(d->stream_query(s));
-    CHECK(d->ctx_sync());
+    CHECK(d->ctx_sync(NULL));
 
     CHECK(d->free_host(pinned));
     CHECK(d->free_host(pinned2));

@@ -173,7 +173,7 @@ static int scenario_sync(const char *style)
         if (strcmp(style, "stream") == 0) {
             CHECK(d.stream_sync(s));
         } else if (strcmp(style, "ctx") == 0) {
-            CHECK(d.ctx_sync());
+            CHECK(d.ctx_sync(NULL));
         } else if (strcmp(style, "event_sync") == 0) {
             CHECK(d.event_record(ev, s));
             CHECK(d.event_sync(ev));

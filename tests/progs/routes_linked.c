@@ -23,7 +23,7 @@ int main(void)
 #define LINKED_stream_destroy cuStreamDestroy_v2
 #define LINKED_stream_sync cuStreamSynchronize
 #define LINKED_stream_query cuStreamQuery
-#define LINKED_ctx_sync cuCtxSynchronize
+#define LINKED_ctx_sync cuCtxSynchronize_v2
 #define LINKED_event_create cuEventCreate
 #define LINKED_event_record cuEventRecord
 #define LINKED_event_sync cuEventSynchronize

@@ -45,7 +45,7 @@
     X(stream_destroy, "cuStreamDestroy_v2", "cuStreamDestroy", 4000, (CUstream))                       \
     X(stream_sync, "cuStreamSynchronize", "cuStreamSynchronize", 2000, (CUstream))                     \
     X(stream_query, "cuStreamQuery", "cuStreamQuery", 2000, (CUstream))                                \
-    X(ctx_sync, "cuCtxSynchronize", "cuCtxSynchronize", 2000, (void))                                  \
+    X(ctx_sync, "cuCtxSynchronize_v2", "cuCtxSynchronize", 13000, (CUcontext))                        \
     X(event_create, "cuEventCreate", "cuEventCreate", 2000, (CUevent *, unsigned int))                 \
     X(event_record, "cuEventRecord", "cuEventRecord", 2000, (CUevent, CUstream))                       \
     X(event_sync, "cuEventSynchronize", "cuEventSynchronize", 2000, (CUevent))                         \
