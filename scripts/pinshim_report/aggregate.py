@@ -78,8 +78,8 @@ def merge_entry(mine, other):
     mine[SIZES].merge(other[SIZES])
     mine[TIMES].merge(other[TIMES])
     if other[DEV] is not None:
-        if mine[DEV] is None:
-            mine[DEV] = other[DEV]
+        if mine[DEV] is None:           # a copy: `other` may live on (analysis merges an aggregate's entries)
+            mine[DEV] = other[DEV][:D_TIMES] + [other[DEV][D_TIMES].copy()]
         else:
             d, o = mine[DEV], other[DEV]
             for i in (D_COUNT, D_BYTES, D_NS, D_NS_SQ):

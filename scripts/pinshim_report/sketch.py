@@ -49,6 +49,11 @@ class Dist:
     def __setstate__(self, state):
         self.exact, self.counts = state
 
+    def copy(self):
+        c = Dist()
+        c.exact, c.counts = self.exact, dict(self.counts)
+        return c
+
     def add(self, value):
         counts = self.counts
         if not self.exact and value >= 64:          # bucket_of, inlined: this is the hot path

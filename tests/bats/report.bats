@@ -404,6 +404,17 @@ PY
     grep -q '^pinshim-report: 1 process' "$WORK/db0.out"
 }
 
+@test "report: the tables do not depend on the order the logs are merged in (device times of one operation in several files)" {
+    # the d2h pinned async copies of cluster/ and future/ are device-timed in both: merging them
+    # once changed the first file's bucket entry, which the where table reads afterwards
+    report fwd "$LOGS/cluster" "$LOGS/future" "$LOGS/savings" "$LOGS/evil" --jobs 1 --csv "$WORK/fwd" --text
+    report back "$LOGS/evil" "$LOGS/savings" "$LOGS/future" "$LOGS/cluster" --jobs 1 --csv "$WORK/back" --text
+    diff "$WORK/fwd.out" "$WORK/back.out"
+    diff -r "$WORK/fwd" "$WORK/back"
+    # device-timed: 4 + 4 MB in 80 + 90 us (cluster), 4.194 MB in 200 us (future): 32.96 GB/s
+    grep -Eq '^ +1\.3 +0\.165 +4 +16\.194 +32\.96  device  async +d2h pinned$' "$WORK/fwd.out"
+}
+
 @test "report: many files on several cores give the tables one core gives; medians from the sketch are marked" {
     python3 "$LOGS/gen_logs.py" "$WORK/gen" --files 6 --records 30000
     report one "$WORK/gen" --jobs 1 --csv "$WORK/csv1"
