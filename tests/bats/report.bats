@@ -462,6 +462,50 @@ PY
         "$WORK/fast.json" "$WORK/slow.json"
 }
 
+@test "report: every output is the same through the fast path and through json.loads alone, on unusual records" {
+    # unusual/mixed.jsonl: escaped strings, invalid UTF-8, missing optional and extra unknown fields,
+    # other key orders, nulls, CRLF and trailing blanks, corrupt lines, zero-byte and zero-time
+    # copies, copies spanning many timeline bins, two processes in one file, a truncated last line
+    u="$LOGS/unusual"
+    # the switch works: with it every line is a json.loads line, without it the shim's lines are not
+    python3 - "$ROOT/scripts" "$u/mixed.jsonl" <<'PY2'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from pinshim_report import logs
+def fast_rows():
+    with open(sys.argv[2], "rb") as f:
+        return sum(1 for rows, _, _, _ in logs.row_chunks(f) for r in rows if r[logs.T_NS])
+os.environ.pop(logs.JSON_ONLY_ENV, None)
+assert fast_rows() > 50, fast_rows()
+os.environ[logs.JSON_ONLY_ENV] = "1"
+assert fast_rows() == 0, fast_rows()
+PY2
+    # and a log long enough that its copy times are counted in the sketch's buckets
+    python3 "$LOGS/gen_logs.py" "$WORK/gen" --files 1 --records 45000
+    for args in "$u" "$u --device 1" "$u --since 0.000005 --until 0.9" "$u --rank 1" \
+                "$u $LOGS/cluster $LOGS/future --jobs 2" "$WORK/gen"; do
+        # shellcheck disable=SC2086
+        "$LOGS/all_outputs.sh" "$REPORT" "$WORK/fast" $args
+        # shellcheck disable=SC2086
+        PINSHIM_REPORT_JSON_ONLY=1 "$LOGS/all_outputs.sh" "$REPORT" "$WORK/json" $args
+        diff -r "$WORK/fast" "$WORK/json"
+        rm -r "$WORK/fast" "$WORK/json"
+    done
+    "$REPORT" "$WORK/gen" --progress never >"$WORK/gen.out"
+    grep -q 'Medians marked ~ are read from a bounded sketch' "$WORK/gen.out"
+    "$LOGS/all_outputs.sh" "$REPORT" "$WORK/fast" "$u"
+    [ "$(cat "$WORK/fast/text.rc")" = 0 ] && [ "$(cat "$WORK/fast/files.rc")" = 0 ]
+    # 61 + 2 copies read; the corrupt lines named, each once, with their line numbers
+    grep -q '^63 copies, ' "$WORK/fast/text.out"
+    e="$WORK/fast/text.err"
+    grep -q "^pinshim-report: $u/mixed.jsonl:17: not valid JSON (Expecting value: line 2 column 1 (char 54)); line skipped$" "$e"
+    grep -q "^pinshim-report: $u/mixed.jsonl:18: not a pinshim record (no \"type\"); line skipped$" "$e"
+    grep -q "^pinshim-report: $u/mixed.jsonl:19: transfer record: field 'bytes' missing or not a non-negative integer; line skipped$" "$e"
+    grep -q "^pinshim-report: $u/mixed.jsonl:20: transfer record: field 'host_ns' missing or not a non-negative integer; line skipped$" "$e"
+    grep -q "^pinshim-report: $u/mixed.jsonl:76: truncated last line (the file ends inside a record); line skipped$" "$e"
+    [ "$(grep -c 'line skipped$' "$e")" = 5 ]
+}
+
 @test "report: at scale the HTML page stays small (bins, not one element per copy) and memory stays flat" {
     python3 "$LOGS/gen_logs.py" "$WORK/small" --files 4 --records 4000
     python3 "$LOGS/gen_logs.py" "$WORK/large" --files 4 --records 120000
