@@ -51,7 +51,7 @@ F = {name: i for i, name in enumerate(FIELDS)}
 
 # The shim's transfer line (shim/observe/log_records.c, log_record_transfer): fixed field order,
 # strings without escapes or control characters (a line with a backslash in a string takes the
-# json.loads path). py_site, which a later shim may add, is accepted before device_ns; any other
+# json.loads path), integers as JSON writes them (no leading zeros, which json.loads refuses). py_site, which a later shim may add, is accepted before device_ns; any other
 # layout takes the json.loads path too. The row pattern checks the fields up to "entry" and takes
 # the rest as KEY with any character (the regular expression engine's fastest loop): key_parts
 # checks a KEY against the layout, once per distinct KEY.
@@ -63,17 +63,18 @@ _FULL = re.compile(
     r'"device":(?:(-?\d+)|null),"action":"([^"\x00-\x1f]*)","tid":(?:(-?\d+)|null),'
     r'"site":(?:"([^"\x00-\x1f]*)"|null),"func":(?:"([^"\x00-\x1f]*)"|null)'
     r'(?:,"py_site":(?:"([^"\x00-\x1f]*)"|null))?(?:,"device_ns":(\d+))?\}\s*$')
+_N = r'(?:0|[1-9][0-9]*)'                  # a JSON number that is a non-negative integer
 _WHAT = (r'"src_kind":' + _S + r',"dst_kind":' + _S + r',"host_kind":' + _S + r',"async":(?:true|false),"stream":'
-         + _S + r',"device":(?:-?\d+|null),"action":' + _S)
+         + _S + r',"device":(?:-?' + _N + r'|null),"action":' + _S)
 _WHERE = r'"site":(?:' + _S + r'|null),"func":(?:' + _S + r'|null)(?:,"py_site":(?:' + _S + r'|null))?'
-_TRANSFER = (r'\{"type":"transfer","seq":\d+,"t_ns":(\d+),"host_ns":(\d+),"entry":' + _S
-             + r',("dir":' + _S + r',"bytes":(\d+),.*)\}[ \t\r\f\v]*')
+_TRANSFER = (r'\{"type":"transfer","seq":' + _N + r',"t_ns":(' + _N + r'),"host_ns":(' + _N + r'),"entry":' + _S
+             + r',("dir":' + _S + r',"bytes":(' + _N + r'),.*)\}[ \t\r\f\v]*')
 # One row per line: the transfer's groups, or the whole line in OTHER.
 (LINE, T_NS, HOST_NS, KEY, BYTES, OTHER) = range(6)
 _ROWS = re.compile(('(?m)^(?:()' + _TRANSFER + '|(.*))$').encode())
 _ROWS_WITH_LINE = re.compile(('(?m)^(?:(' + _TRANSFER + ')|(.*))$').encode())
 _OTHER_ROWS = re.compile(rb'(?m)^()()()()()(.*)$')
-_KEY = re.compile(('"dir":"([^"\\\\\x00-\x1f]*)","bytes":(\\d+),(' + _WHAT + r'),"tid":(?:-?\d+|null),('
+_KEY = re.compile(('"dir":"([^"\\\\\x00-\x1f]*)","bytes":(' + _N + '),(' + _WHAT + r'),"tid":(?:-?' + _N + r'|null),('
                    + _WHERE + r')').encode())
 DEVICE_NS_FIELD = b',"device_ns":'
 JSON_ONLY_ENV = "PINSHIM_REPORT_JSON_ONLY"  # set to 1: every line takes the json.loads path (for tests)
@@ -109,7 +110,7 @@ def split_key(key):
     cut = key.rfind(DEVICE_NS_FIELD)
     if cut >= 0:
         value = key[cut + len(DEVICE_NS_FIELD):]
-        if value.isdigit():
+        if value.isdigit() and (value[:1] != b"0" or value == b"0"):      # as _N
             return key[:cut], value
     return key, None
 

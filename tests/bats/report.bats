@@ -504,6 +504,12 @@ PY2
     grep -q "^pinshim-report: $u/mixed.jsonl:20: transfer record: field 'host_ns' missing or not a non-negative integer; line skipped$" "$e"
     grep -q "^pinshim-report: $u/mixed.jsonl:76: truncated last line (the file ends inside a record); line skipped$" "$e"
     [ "$(grep -c 'line skipped$' "$e")" = 5 ]
+    # a number with a leading zero is not JSON: the fast path refuses it as json.loads does
+    mkdir "$WORK/zero"
+    { head -n 4 "$u/mixed.jsonl"; sed -n 4p "$u/mixed.jsonl" | sed 's/"bytes":4096/"bytes":04096/'; } >"$WORK/zero/z.jsonl"
+    report zero "$WORK/zero"
+    grep -q "^pinshim-report: $WORK/zero/z.jsonl:5: not valid JSON (Expecting ',' delimiter: line 1 column 102 (char 101)); line skipped$" "$WORK/zero.err"
+    grep -q '^1 copies, ' "$WORK/zero.out"
 }
 
 @test "report: at scale the HTML page stays small (bins, not one element per copy) and memory stays flat" {
