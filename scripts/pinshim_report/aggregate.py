@@ -1,36 +1,29 @@
-"""aggregate.py: one pass over a log file into bounded, mergeable aggregates.
+"""aggregate.py: bounded, mergeable aggregates of log files (scan.py fills them, a file at a time).
 
 Contract:
-- scan_file(path, options, sinks, warn, on_bytes) -> (processes, Aggregate): one ProcessInfo per
-  process section of the file that the selection keeps, and the file's Aggregate. Exact counts,
-  bytes and times; exact sums of squares (standard deviations), minima and maxima; medians from
-  sketch.Dist (exact unless a group has more than sketch.EXACT_MAX distinct values). Memory does not
-  grow with the number of records: it grows with the number of distinct (direction, host kind,
-  action, async, size bucket) groups, call sites (at most MAX_SITES, the rest counted as one
-  "(other sites)" row), timeline lanes (at most MAX_LANES a process) and processes.
+- Aggregate: what the outputs need over any number of processes. Exact counts, bytes and times;
+  exact sums of squares (standard deviations), minima and maxima; medians from sketch.Dist (exact
+  unless a group has more than sketch.EXACT_MAX distinct values). Memory does not grow with the
+  number of records: it grows with the number of distinct (direction, host kind, action, async,
+  size bucket) groups, call sites (at most MAX_SITES, the rest counted as one "(other sites)"
+  row), timeline lanes (at most scan.MAX_LANES a process) and processes.
 - Aggregate.merge(other): adds another file's aggregate (the order of merges does not matter).
-- sinks: the SQLite and trace part writers, fed as the file is read: begin_process(section,
-  header), transfer(section, fields), sync(section, record), summary(section, record), then
-  close(processes) with the sections kept (a section with no selected record is not kept).
-Raises logs.InputError for a file that is not a usable log."""
+- Selection (which processes and copies), Options (what a scan needs besides the file),
+  ProcessInfo (one process section of a log), and the bucket entries' layout (COUNT...DEV).
+"""
 import fnmatch
-import math
 
-from . import logs
-from .logs import BYTES, DEVICE_NS, DIR, HOST_NS, T_NS, WHAT, WHERE, is_int
-from .sketch import Dist, Lane
+from .logs import is_int
+from .sketch import Dist
 
 MIB = 1 << 20
 MAX_SITES = 20000            # distinct (call site, operation) rows kept per aggregate
-MAX_LANES = 16               # timeline lanes (device, stream) per process; more streams share one lane
-MAX_SIGNATURES = 20000       # groups of copies a section holds before adding them to the aggregate
 MAX_ADVICE = 5000            # distinct advice messages kept
 MAX_MODULES = 10000          # distinct module records (name, path, build-id, base) kept
 MAX_DEVICE_ROWS = 100000     # (host, device, dir) rows kept
 CEILING_MIN_BYTES = MIB      # copies at least this large measure the link's pinned bandwidth
 PINNED_KINDS = ("pinned", "registered")
 OTHER_SITES = ("(other sites)", None, None)
-OTHER_STREAMS = "other streams"
 
 # A bucket entry: the copies of one (dir, host kind, action, async, size bucket).
 (COUNT, NBYTES, NS, BYTES_SQ, NS_SQ, MIN_B, MAX_B, MIN_NS, MAX_NS, SIZES, TIMES, DEV) = range(12)
@@ -80,8 +73,8 @@ def merge_entry(mine, other):
     mine[SIZES].merge(other[SIZES])
     mine[TIMES].merge(other[TIMES])
     if other[DEV] is not None:
-        if mine[DEV] is None:
-            mine[DEV] = other[DEV]
+        if mine[DEV] is None:           # a copy: `other` may live on (analysis merges an aggregate's entries)
+            mine[DEV] = other[DEV][:D_TIMES] + [other[DEV][D_TIMES].copy()]
         else:
             d, o = mine[DEV], other[DEV]
             for i in (D_COUNT, D_BYTES, D_NS, D_NS_SQ):
@@ -286,40 +279,6 @@ class Aggregate:
         framework = record.get("framework") if isinstance(record.get("framework"), str) else None
         self.add_module_file(name, (path, build, base), framework)
 
-    # --- the less common parts of a transfer record (called from scan_file) ---
-
-    def add_device_time(self, entry, sig, nbytes, dev_ns):
-        """A device-timed copy: its device time in the bucket entry and the bandwidth chart, and, for
-        a large pinned or registered copy, in the ceiling's distribution. Returns dev_ns."""
-        d = entry[DEV]
-        if d is None:
-            d = entry[DEV] = [0, 0, 0, 0, dev_ns, dev_ns, Dist()]
-        d[D_COUNT] += 1
-        d[D_BYTES] += nbytes
-        d[D_NS] += dev_ns
-        d[D_NS_SQ] += dev_ns * dev_ns
-        d[D_MIN] = min(d[D_MIN], dev_ns)
-        d[D_MAX] = max(d[D_MAX], dev_ns)
-        d[D_TIMES].add(dev_ns)
-        sig[S_DEV_COUNT] += 1
-        sig[S_DEV_NS] += dev_ns
-        if dev_ns and nbytes:
-            direction, kind, action = sig[S_FIELDS][:3]
-            bkey = (direction, kind, "device", size_bin(nbytes), math.floor(math.log2(nbytes / dev_ns) * BW_BINS_PER_OCTAVE))
-            self.bw[bkey] = self.bw.get(bkey, 0) + 1
-            if nbytes >= CEILING_MIN_BYTES and (kind in PINNED_KINDS or action == "registered"):
-                c = self.ceiling_device.get(direction)
-                if c is None:
-                    c = self.ceiling_device[direction] = Dist()
-                c.add(nbytes * 1000 // dev_ns)
-        return dev_ns
-
-    def add_host_ceiling(self, direction, nbytes, ns):
-        c = self.ceiling_host.get(direction)
-        if c is None:
-            c = self.ceiling_host[direction] = Dist()
-        c.add(nbytes * 1000 // ns)
-
     # --- what a summary record adds ---
 
     def add_summary(self, info, summary, rows_too):
@@ -397,299 +356,3 @@ class Aggregate:
                     share = (s["bytes"], s["host_ns"]) if kind == main_kind else (0, 0)
                     add_counts(self.sites, site + ("?", kind, "?", None), (n,) + share)
                 self.site_processes[site] = self.site_processes.get(site, 0) + 1
-
-
-# A signature entry: the copies of one (dir, size bucket, the record's WHAT and WHERE text: see
-# logs) in one process section: count, bytes, ns, device-timed count and ns, the bucket entry and
-# the lane (and its busy array for this kind) its copies also go to, its bandwidth histogram
-# {(size bin, bandwidth bin): copies} (None for async copies: their host time is no bandwidth),
-# whether its copies measure the pinned ceiling by host time (sync, pinned or registered, at least
-# 1 MiB), whether the selection leaves it out (device), and its decoded fields
-# (dir, kind, action, async, bucket, site, func, py_site, device, stream). All found once, when the
-# signature is first seen.
-(S_COUNT, S_BYTES, S_NS, S_DEV_COUNT, S_DEV_NS, S_ENTRY, S_LANE, S_BUSY, S_BW, S_CEILING, S_SKIP,
- S_FIELDS) = range(12)
-
-
-class Section:
-    """The process section being read: its ProcessInfo and its signatures."""
-
-    def __init__(self, info, options):
-        self.info = info
-        self.signatures = {}
-        self.sites_seen = set()
-        self.lane_bins = options.lane_bins
-        self.devices = options.selection.devices
-
-    def new_signature(self, key, agg):
-        if len(self.signatures) >= MAX_SIGNATURES:
-            self.flush(agg)                    # memory stays bounded whatever the variety of copies
-        direction, bucket, what, where = key
-        f = logs.what_where(what, where)
-        direction = direction.decode("utf-8", errors="replace")
-        kind, action, is_async, device, stream = f["host_kind"], f["action"], f["async"], f["device"], f["stream"]
-        fields = (direction, kind, action, is_async, bucket, f["site"], f["func"], f["py_site"], device, stream)
-        skip = self.devices is not None and device not in self.devices
-        bkey = (direction, kind, action, is_async, bucket)
-        entry = agg.buckets.get(bkey)
-        if entry is None:
-            entry = agg.buckets[bkey] = new_entry(1 << 62, 1 << 62)
-            entry[MAX_B] = entry[MAX_NS] = -1
-        lanes = self.info.lanes
-        lkey = (device, stream)
-        lane = lanes.get(lkey)
-        if lane is None and not skip:
-            if len(lanes) >= MAX_LANES:
-                lkey = (device, OTHER_STREAMS)
-                lane = lanes.get(lkey)
-            if lane is None:
-                lane = lanes[lkey] = Lane(self.lane_bins)
-        sig = self.signatures[key] = [0, 0, 0, 0, 0, entry, lane, None if skip else lane.busy_of(kind),
-                                      None if is_async else {},
-                                      not is_async and kind in PINNED_KINDS and bucket >= CEILING_MIN_BYTES,
-                                      skip, fields]
-        return sig
-
-    def flush(self, agg):
-        """Adds the signatures so far to the file's aggregate and the process's totals, and forgets
-        them (the dictionary is emptied in place: scan_file holds it)."""
-        info = self.info
-        seen = self.sites_seen
-        for sig in self.signatures.values():
-            if sig[S_SKIP] or not sig[S_COUNT]:
-                continue
-            direction, kind, action, is_async, _bucket, site, func, py_site, device, _stream = sig[S_FIELDS]
-            entry = sig[S_ENTRY]
-            entry[COUNT] += sig[S_COUNT]
-            entry[NBYTES] += sig[S_BYTES]
-            entry[NS] += sig[S_NS]
-            if sig[S_BW] is None:
-                untimed = sig[S_COUNT] - sig[S_DEV_COUNT]
-                if untimed:
-                    agg.async_untimed[(direction, kind)] = agg.async_untimed.get((direction, kind), 0) + untimed
-            else:
-                for (size, bw), n in sig[S_BW].items():
-                    bkey = (direction, kind, "host", size, bw)
-                    agg.bw[bkey] = agg.bw.get(bkey, 0) + n
-            info.count += sig[S_COUNT]
-            info.bytes += sig[S_BYTES]
-            info.host_ns += sig[S_NS]
-            info.device_count += sig[S_DEV_COUNT]
-            info.device_ns += sig[S_DEV_NS]
-            info.devices.add(device)
-            agg.add_device_row(info, device, direction, sig[:3])
-            skey = (site, func, py_site, direction, kind, action, is_async)
-            if skey not in agg.sites and len(agg.sites) >= MAX_SITES:
-                skey = OTHER_SITES + skey[3:]
-            add_counts(agg.sites, skey, sig[:3])
-            seen.add(skey[:3])
-            if py_site is not None:
-                agg.py_sites = True
-        for bkey, entry in list(agg.buckets.items()):
-            if not entry[COUNT]:
-                del agg.buckets[bkey]          # only signatures the selection left out went there
-        self.signatures.clear()
-
-    def finish(self, agg):
-        """The end of the section: its signatures, the process's end, its call sites counted once."""
-        self.flush(agg)
-        info = self.info
-        info.records = info.count
-        info.end_ns = max([lane.end() for lane in info.lanes.values()] or [0])
-        for key in self.sites_seen:
-            agg.site_processes[key] = agg.site_processes.get(key, 0) + 1
-        for device in info.devices:
-            key = (info.host, device)
-            agg.device_procs[key] = agg.device_procs.get(key, 0) + 1
-
-
-def scan_file(path, options, sinks=(), warn=None, on_bytes=None):
-    """Reads one log file (see the module's contract). The transfer branch runs once per record:
-    it is written for speed (locals, one dictionary look-up per record, no calls but the
-    distributions' and the lane's)."""
-    selection = options.selection
-    per_record = selection.per_record
-    agg = Aggregate()
-    processes = []
-    section = None              # the section being read; None while a section is not selected
-    signatures = None
-    since = until = None
-    sections = 0                # selected process sections so far (the sinks' numbering)
-
-    def finish_section():
-        if section is None:
-            return
-        section.finish(agg)
-        if section.info.records == 0 and per_record:
-            return              # nothing of this process is in the window or on the devices chosen
-        processes.append(section.info)
-
-    def handle_other(number, kind, t):
-        """A header, summary, sync or other record: rare, so kept out of the loop below."""
-        nonlocal section, signatures, since, until, sections
-        if kind == "header":
-            finish_section()
-            section = signatures = None
-            if selection.keeps_process(t):
-                info = ProcessInfo(path, number, t)
-                info.section = sections
-                sections += 1
-                section = Section(info, options)
-                signatures = section.signatures
-                offset = info.start_wall_ns - options.base_wall_ns   # the window is from the earliest start
-                since = None if selection.since_ns is None else selection.since_ns - offset
-                until = None if selection.until_ns is None else selection.until_ns - offset
-                for sink in sinks:
-                    sink.begin_process(info.section, t)
-        elif kind == "module":
-            agg.add_module(t)          # whatever the selection: a module names sites of any process
-        elif section is None:
-            return
-        elif kind == "summary":
-            info = section.info
-            info.has_summary = True
-            if is_int(t.get("failed_copies")):
-                info.failed = t["failed_copies"]
-            if is_int(t.get("dropped")):
-                info.dropped = t["dropped"]
-            if isinstance(t.get("program"), str):
-                info.program = t["program"]
-            summary_only = not signatures and not per_record
-            if summary_only:
-                info.source = "summary"
-            agg.add_summary(info, t, summary_only)
-            for sink in sinks:
-                sink.summary(info.section, t)
-        elif kind == "sync":
-            t_ns, ns = t.get("t_ns"), t.get("host_ns")
-            if not (is_int(t_ns) and is_int(ns) and t_ns >= 0 and ns >= 0):
-                return
-            if (since is not None and t_ns < since) or (until is not None and t_ns >= until):
-                return
-            lanes = section.info.lanes
-            lane = lanes.get((None, "sync calls"))
-            if lane is None:
-                lane = lanes[(None, "sync calls")] = Lane(options.lane_bins)
-            lane.add(t_ns, ns, "sync")
-            section.info.sync_records += 1
-            for sink in sinks:
-                sink.sync(section.info.section, t)
-
-    with logs.open_log(path) as f:
-        match = logs.FAST_MATCH
-        seen_header = False
-        reported = 0
-        for number, raw in enumerate(f, 1):
-            if not number & 4095 and on_bytes is not None:
-                position = f.tell()
-                on_bytes(position - reported)
-                reported = position
-            m = match(raw) if seen_header and b"\\" not in raw else None     # logs.FAST_MATCH
-            if m is None:
-                # Invalid UTF-8 (a command line's bytes) becomes U+FFFD rather than costing the line.
-                text = raw.decode("utf-8", errors="replace")
-                got = logs.other_record(path, number, raw, text, seen_header, warn)
-                if got is None:
-                    continue
-                kind, t = got
-                seen_header = seen_header or kind == "header"
-                if kind != "transfer":
-                    handle_other(number, kind, t)
-                    continue
-                full = t
-                t = logs.lean_of(full)
-            else:
-                t = m.groups()
-                full = None
-            if section is None:
-                continue
-            t_ns = int(t[T_NS])
-            if per_record and ((since is not None and t_ns < since) or (until is not None and t_ns >= until)):
-                continue
-            nbytes = int(t[BYTES])
-            ns = int(t[HOST_NS])
-            bits = nbytes.bit_length()
-            key = (t[DIR], 0 if bits < 13 else 1 << ((bits - 1) & ~1), t[WHAT], t[WHERE])
-            sig = signatures.get(key)
-            if sig is None:
-                sig = section.new_signature(key, agg)
-            if sig[S_SKIP]:
-                continue                       # a device the selection leaves out
-            sig[S_COUNT] += 1
-            sig[S_BYTES] += nbytes
-            sig[S_NS] += ns
-            # the operation and size bucket: sums of squares, min, max, and the distributions
-            e = sig[S_ENTRY]
-            e[BYTES_SQ] += nbytes * nbytes
-            e[NS_SQ] += ns * ns
-            if nbytes < e[MIN_B]:
-                e[MIN_B] = nbytes
-            if nbytes > e[MAX_B]:
-                e[MAX_B] = nbytes
-            if ns < e[MIN_NS]:
-                e[MIN_NS] = ns
-            if ns > e[MAX_NS]:
-                e[MAX_NS] = ns
-            dist = e[SIZES]                    # Dist.add, inlined for its common cases
-            counts = dist.counts
-            if dist.exact and nbytes in counts:
-                counts[nbytes] += 1
-            else:
-                dist.add(nbytes)
-            ns_bits = ns.bit_length()
-            dist = e[TIMES]
-            counts = dist.counts
-            if dist.exact:
-                if ns in counts:
-                    counts[ns] += 1
-                else:
-                    dist.add(ns)
-            else:
-                b = ns if ns < 64 else (ns_bits << 5) | ((ns >> (ns_bits - 6)) & 31)
-                counts[b] = counts.get(b, 0) + 1
-            # bandwidth: device time where sampled, else host time of sync copies (async copies'
-            # host time is the time to enqueue them, not a bandwidth). Host-time bins: 1/8 octave
-            # of bytes/ns from the two numbers' leading bits (a piecewise-linear log2, within 6 %).
-            hist = sig[S_BW]
-            dev_ns = t[DEVICE_NS]
-            duration = ns
-            if dev_ns is not None:
-                dev_ns = agg.add_device_time(e, sig, nbytes, int(dev_ns))
-                if hist is None:
-                    duration = dev_ns
-            elif hist is not None and ns and nbytes:
-                bkey = (bits * 4 + ((nbytes << 2 >> bits) & 3),
-                        ((bits - ns_bits) * 32 + ((nbytes << 6 >> bits) & 31) - ((ns << 6 >> ns_bits) & 31)) >> 2)
-                hist[bkey] = hist.get(bkey, 0) + 1
-                if sig[S_CEILING]:
-                    agg.add_host_ceiling(sig[S_FIELDS][0], nbytes, ns)
-            # the timeline lane (device, stream): Lane.add, inlined for a copy within one bin
-            lane = sig[S_LANE]
-            end = t_ns + duration
-            width = lane.width
-            first = t_ns // width
-            if end < lane.limit and end // width == first:
-                sig[S_BUSY][first] += duration
-                lane.starts[first] += 1
-            else:
-                lane.add(t_ns, duration, sig[S_FIELDS][1])
-            if sinks:
-                if full is None:
-                    full = logs.full_fields(raw)
-                for sink in sinks:
-                    sink.transfer(section.info.section, full)
-        if on_bytes is not None:
-            on_bytes(f.tell() - reported)
-    if not seen_header:
-        raise logs.InputError("%s: empty file, not a pinshim log" % path)
-    finish_section()
-    for info in processes:
-        if not info.has_summary:
-            warn("%s: %s has no summary record: the process did not exit normally (killed?); "
-                 "using its %d transfer records" % (path, info.label(), info.records))
-        elif info.dropped:
-            warn("%s: %s dropped %d transfer records; per-transfer tables and charts miss them"
-                 % (path, info.label(), info.dropped))
-    for sink in sinks:
-        sink.close(processes)
-    return processes, agg

@@ -18,7 +18,6 @@ symbolizer reads the modules' files and runs addr2line, unless symbolize is Fals
 from . import aggregate, symbols
 from .aggregate import (COUNT, D_BYTES, D_COUNT, D_MAX, D_MIN, D_NS, D_NS_SQ, D_TIMES, DEV, MAX_B, MAX_NS, MIN_B,
                         MIN_NS, NBYTES, NS, NS_SQ, BYTES_SQ, SIZES, TIMES)
-from .sketch import Dist
 
 MIB = 1 << 20
 DEFAULT_PINNED_GBPS = 55.0       # the shim's documented default (FACTS.md: H200, PCIe Gen5 x16)
@@ -78,14 +77,8 @@ class Operation:
 
 
 def copy_entry(e):
-    dev = None if e[DEV] is None else e[DEV][:D_TIMES] + [_copy_dist(e[DEV][D_TIMES])]
-    return e[:SIZES] + [_copy_dist(e[SIZES]), _copy_dist(e[TIMES]), dev]
-
-
-def _copy_dist(d):
-    c = Dist()
-    c.exact, c.counts = d.exact, dict(d.counts)
-    return c
+    dev = None if e[DEV] is None else e[DEV][:D_TIMES] + [e[DEV][D_TIMES].copy()]
+    return e[:SIZES] + [e[SIZES].copy(), e[TIMES].copy(), dev]
 
 
 def operations(agg):

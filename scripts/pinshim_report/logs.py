@@ -5,13 +5,24 @@ Contract:
   each once; InputError when an argument names nothing.
 - first_header(path) -> the file's first record, checked to be a format-1 pinshim header (read
   before the long pass, so an unusable file stops the report at once); InputError otherwise.
-- open_log(path), then for each raw line (aggregate.scan_file runs this loop): FAST_MATCH(raw)
-  for a transfer line in the shim's own layout (several times as fast as json.loads), giving the
-  lean tuple; other_record(...) for any other line: (type, payload) with a transfer's full tuple
-  or another record's dict, or None for a blank or bad line (reported through warn as
-  "FILE:LINE: what is wrong; line skipped"); a header of another format raises InputError.
-- full_fields(raw), lean_of(full), what_where(what, where): the conversions between layouts.
-Both paths give the same fields for the same record (a test checks it)."""
+- open_log(path), then row_chunks(f, with_line) -> (rows, chunk, unterminated, nbytes) per chunk of
+  whole lines: one row (a tuple, indices LINE to OTHER) per line of the bytes `chunk`, in one call
+  of the regular expression engine for the whole chunk. A line that may be a transfer in the
+  shim's own layout gives its fields' text (several times as fast as json.loads): T_NS, HOST_NS,
+  BYTES, KEY (its text from "dir" to its end: copies with the same KEY differ only in seq, times
+  and entry), LINE (the whole line when with_line, else b""); any other line, blank or not, gives
+  b"" in all of those and its text, without the newline, in OTHER. unterminated: the chunk is the
+  file's last line and has no newline; nbytes: the bytes of the file the chunk covers.
+- split_key(key) -> (key without device_ns, device_ns or None); key_parts(key) -> (dir, bytes,
+  what, where) of the KEY (see lean_of), or None when the line is not in the shim's layout after
+  all (then it takes the json.loads path, other_record, as any other line).
+- other_record(...) for a line that is not a transfer in the shim's layout: (type, payload) with
+  a transfer's full tuple or another record's dict, or None for a blank or bad line (reported
+  through warn as "FILE:LINE: what is wrong; line skipped"); a header of another format raises
+  InputError.
+- full_fields(line), lean_of(full), what_where(what, where): the conversions between layouts.
+Both paths give the same fields for the same record (a test checks it, with JSON_ONLY_ENV set:
+then every line takes the json.loads path)."""
 import glob
 import json
 import os
@@ -28,24 +39,24 @@ def is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# A transfer record, in two layouts:
+# A transfer record, in three layouts:
 # - full (FIELDS, the shim's field order): a tuple of each field's text (integers as decimal text,
 #   async as "true"/"false", None for null or absent); what the SQLite and trace exports write.
-# - lean (indices T_NS, HOST_NS, DIR, BYTES, WHAT, WHERE, DEVICE_NS): bytes taken straight out of
-#   the line, for the aggregation's hot path, where every string costs time. WHAT is the text of
-#   the fields src_kind to action ("src_kind":"pageable",...,"action":"pass"), WHERE that of site,
-#   func, py_site and py_func: the aggregation groups copies by them as they are and decodes them
-#   (what_where) once per group.
+# - a row (row_chunks): the text of the fields the aggregation needs, taken straight out of the
+#   line as bytes, for its hot path, where every string costs time.
+# - lean (lean_of): a row's fields for a line that took the json.loads path.
 FIELDS = ("seq", "t_ns", "host_ns", "entry", "dir", "bytes", "src_kind", "dst_kind", "host_kind", "async",
           "stream", "device", "action", "tid", "site", "func", "py_site", "py_func", "device_ns")
-(T_NS, HOST_NS, DIR, BYTES, WHAT, WHERE, DEVICE_NS) = range(7)
 F = {name: i for i, name in enumerate(FIELDS)}
 
-# The shim's transfer line (shim/log.c, format_transfer): fixed field order, strings without
-# escapes or control characters (a line with a backslash anywhere takes the json.loads path).
+# The shim's transfer line (shim/observe/log_records.c, log_record_transfer): fixed field order,
+# strings without escapes or control characters (a line with a backslash in a string takes the
+# json.loads path), integers as JSON writes them (no leading zeros, which json.loads refuses).
 # py_site and py_func (the Python line, in a CPython process) are accepted before device_ns; any
-# other layout takes the json.loads path too.
-_STR = r'"[^"\x00-\x1f]*"'
+# other layout takes the json.loads path too. The row pattern checks the fields up to "entry" and
+# takes the rest as KEY with any character (the regular expression engine's fastest loop):
+# key_parts checks a KEY against the layout, once per distinct KEY.
+_S = r'"[^"\\\x00-\x1f]*"'
 _FULL = re.compile(
     r'\{"type":"transfer","seq":(\d+),"t_ns":(\d+),"host_ns":(\d+),"entry":"([^"\x00-\x1f]*)","dir":'
     r'"([^"\x00-\x1f]*)","bytes":(\d+),"src_kind":"([^"\x00-\x1f]*)","dst_kind":"([^"\x00-\x1f]*)",'
@@ -54,18 +65,68 @@ _FULL = re.compile(
     r'"site":(?:"([^"\x00-\x1f]*)"|null),"func":(?:"([^"\x00-\x1f]*)"|null)'
     r'(?:,"py_site":(?:"([^"\x00-\x1f]*)"|null))?(?:,"py_func":(?:"([^"\x00-\x1f]*)"|null))?'
     r'(?:,"device_ns":(\d+))?\}\s*$')
-_LEAN = re.compile((
-    r'\{"type":"transfer","seq":\d+,"t_ns":(\d+),"host_ns":(\d+),"entry":' + _STR + r',"dir":'
-    r'"([^"\x00-\x1f]*)","bytes":(\d+),("src_kind":' + _STR + r',"dst_kind":' + _STR + r',"host_kind":' + _STR +
-    r',"async":(?:true|false),"stream":' + _STR + r',"device":(?:-?\d+|null),"action":' + _STR + r'),'
-    r'"tid":(?:-?\d+|null),("site":(?:' + _STR + r'|null),"func":(?:' + _STR + r'|null)'
-    r'(?:,"py_site":(?:' + _STR + r'|null))?(?:,"py_func":(?:' + _STR + r'|null))?)(?:,"device_ns":(\d+))?\}\s*$'
-).encode())
-FAST_MATCH = _LEAN.match   # on a raw line (bytes) without a backslash, after the header: the lean match
+_N = r'(?:0|[1-9][0-9]*)'                  # a JSON number that is a non-negative integer
+_WHAT = (r'"src_kind":' + _S + r',"dst_kind":' + _S + r',"host_kind":' + _S + r',"async":(?:true|false),"stream":'
+         + _S + r',"device":(?:-?' + _N + r'|null),"action":' + _S)
+_WHERE = (r'"site":(?:' + _S + r'|null),"func":(?:' + _S + r'|null)(?:,"py_site":(?:' + _S + r'|null))?'
+          r'(?:,"py_func":(?:' + _S + r'|null))?')
+_TRANSFER = (r'\{"type":"transfer","seq":' + _N + r',"t_ns":(' + _N + r'),"host_ns":(' + _N + r'),"entry":' + _S
+             + r',("dir":' + _S + r',"bytes":(' + _N + r'),.*)\}[ \t\r\f\v]*')
+# One row per line: the transfer's groups, or the whole line in OTHER.
+(LINE, T_NS, HOST_NS, KEY, BYTES, OTHER) = range(6)
+_ROWS = re.compile(('(?m)^(?:()' + _TRANSFER + '|(.*))$').encode())
+_ROWS_WITH_LINE = re.compile(('(?m)^(?:(' + _TRANSFER + ')|(.*))$').encode())
+_OTHER_ROWS = re.compile(rb'(?m)^()()()()()(.*)$')
+_KEY = re.compile(('"dir":"([^"\\\\\x00-\x1f]*)","bytes":(' + _N + '),(' + _WHAT + r'),"tid":(?:-?' + _N + r'|null),('
+                   + _WHERE + r')').encode())
+DEVICE_NS_FIELD = b',"device_ns":'
+JSON_ONLY_ENV = "PINSHIM_REPORT_JSON_ONLY"  # set to 1: every line takes the json.loads path (for tests)
+CHUNK_BYTES = 4 << 20
+
+
+def row_chunks(f, with_line=False):
+    """The rows of a log file opened with open_log, a chunk at a time (see the module's contract)."""
+    if os.environ.get(JSON_ONLY_ENV) == "1":
+        pattern = _OTHER_ROWS
+    else:
+        pattern = _ROWS_WITH_LINE if with_line else _ROWS
+    rest = b""
+    while True:
+        data = f.read(CHUNK_BYTES)
+        if not data:
+            if rest:
+                yield pattern.findall(rest), rest, True, len(rest)
+            return
+        if rest:
+            data = rest + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            rest = data
+            continue
+        chunk, rest = data[:cut], data[cut + 1:]
+        # One row per line: no part of the patterns matches a newline, and (.*) matches any line.
+        yield pattern.findall(chunk), chunk, False, cut + 1
+
+
+def split_key(key):
+    """(the KEY without its device_ns field, device_ns's text or None)."""
+    cut = key.rfind(DEVICE_NS_FIELD)
+    if cut >= 0:
+        value = key[cut + len(DEVICE_NS_FIELD):]
+        if value.isdigit() and (value[:1] != b"0" or value == b"0"):      # as _N
+            return key[:cut], value
+    return key, None
+
+
+def key_parts(key):
+    """(dir, bytes, what, where) of a KEY without its device_ns (split_key), as bytes; None when
+    it is not in the shim's layout (the line then takes the json.loads path)."""
+    m = _KEY.fullmatch(key)
+    return None if m is None else m.groups()
 
 
 def full_fields(raw):
-    """The full tuple of a line that FAST_MATCH took."""
+    """The full tuple of a line the row pattern took."""
     return _FULL.match(raw.decode("utf-8", errors="replace")).groups()
 
 
@@ -74,7 +135,11 @@ def _lit(value):
 
 
 def lean_of(full):
-    """The lean tuple of a full one (a line that took the json.loads path)."""
+    """(t_ns, host_ns, dir, bytes, what, where, device_ns) of a full tuple (a line that took the
+    json.loads path), as bytes (device_ns None when absent); what is the text of the fields
+    src_kind to action ("src_kind":"pageable",...,"action":"pass") and where that of site, func
+    and py_site, in the shim's layout: the aggregation groups copies by them and decodes them
+    (what_where) once per group."""
     f = full
     what = '"src_kind":%s,"dst_kind":%s,"host_kind":%s,"async":%s,"stream":%s,"device":%s,"action":%s' % (
         _lit(f[F["src_kind"]]), _lit(f[F["dst_kind"]]), _lit(f[F["host_kind"]]), f[F["async"]],

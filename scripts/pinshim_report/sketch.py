@@ -10,9 +10,12 @@ Contract:
 - Lane: a timeline row: copy time and copy starts in `nbins` bins of equal width over a time
   range that doubles (neighbouring bins merged) whenever a copy ends past it. Memory: nbins
   numbers per host memory kind seen, whatever the run's length or its number of copies.
-All of them pickle (the report's worker processes send them back to the main one)."""
+All of them pickle (the report's worker processes send them back to the main one). Adding many
+values at once (Dist.add_many, add_count) gives what adding them one by one gives, in any order."""
 from array import array
-from operator import add
+from collections import _count_elements as count_into     # Counter's counting loop: C in CPython
+from itertools import compress, repeat
+from operator import add, and_, eq, lshift, not_, or_, rshift, sub
 
 EXACT_MAX = 4096
 SUB_BITS = 5                     # 2**5 = 32 buckets per power of two
@@ -26,6 +29,15 @@ def bucket_of(value):
     return (bits << SUB_BITS) | ((value >> (bits - SUB_BITS - 1)) & ((1 << SUB_BITS) - 1))
 
 
+def buckets_of(values):
+    """[bucket_of(v) for v in values], a step at a time over all the values (the built-ins' loops)."""
+    if not values or min(values) < 64:
+        return list(map(bucket_of, values))
+    bits = list(map(int.bit_length, values))
+    subs = map(and_, map(rshift, values, map(sub, bits, repeat(SUB_BITS + 1))), repeat((1 << SUB_BITS) - 1))
+    return list(map(or_, map(lshift, bits, repeat(SUB_BITS)), subs))
+
+
 def bucket_range(bucket):
     """[low, high) of the values in a bucket."""
     if bucket < 64:
@@ -33,6 +45,16 @@ def bucket_range(bucket):
     bits, sub = bucket >> SUB_BITS, bucket & ((1 << SUB_BITS) - 1)
     shift = bits - SUB_BITS - 1
     return ((1 << SUB_BITS) | sub) << shift, ((1 << SUB_BITS) | sub) + 1 << shift
+
+
+def _add_counts(counts, keys, ns):
+    """counts[key] += n for each key and n: the keys counted once by the built-ins (mostly all of
+    them for times, which seldom repeat), the others one by one."""
+    keys, ns = list(keys), list(ns)
+    once = list(map(eq, ns, repeat(1)))
+    count_into(counts, compress(keys, once))
+    for key, n in compress(zip(keys, ns), map(not_, once)):
+        counts[key] = counts.get(key, 0) + n
 
 
 class Dist:
@@ -49,6 +71,11 @@ class Dist:
     def __setstate__(self, state):
         self.exact, self.counts = state
 
+    def copy(self):
+        c = Dist()
+        c.exact, c.counts = self.exact, dict(self.counts)
+        return c
+
     def add(self, value):
         counts = self.counts
         if not self.exact and value >= 64:          # bucket_of, inlined: this is the hot path
@@ -63,23 +90,41 @@ class Dist:
         else:
             counts[value] = 1
 
+    def add_count(self, value, n):
+        """add(value), n times."""
+        counts = self.counts
+        if not self.exact:
+            value = bucket_of(value)
+        elif value not in counts and len(counts) >= EXACT_MAX:
+            self._to_buckets()
+            value = bucket_of(value)
+        counts[value] = counts.get(value, 0) + n
+
+    def add_many(self, values):
+        """add(v) for each v of a list, with the counting done by the built-ins."""
+        if self.exact:
+            count_into(self.counts, values)
+            if len(self.counts) > EXACT_MAX:
+                self._to_buckets()
+        else:
+            count_into(self.counts, buckets_of(values))
+
     def _to_buckets(self):
         buckets = {}
-        for value, n in self.counts.items():
-            b = bucket_of(value)
-            buckets[b] = buckets.get(b, 0) + n
+        _add_counts(buckets, buckets_of(list(self.counts)), self.counts.values())
         self.exact, self.counts = False, buckets
 
     def merge(self, other):
-        if self.exact and other.exact and len(set(self.counts) | set(other.counts)) <= EXACT_MAX:
-            for value, n in other.counts.items():
-                self.counts[value] = self.counts.get(value, 0) + n
+        counts = self.counts
+        if self.exact and other.exact and (len(counts) + len(other.counts) <= EXACT_MAX
+                                           or len(counts.keys() | other.counts.keys()) <= EXACT_MAX):
+            _add_counts(counts, other.counts.keys(), other.counts.values())
             return
         if self.exact:
             self._to_buckets()
-        for value, n in other.counts.items():
-            b = value if not other.exact else bucket_of(value)
-            self.counts[b] = self.counts.get(b, 0) + n
+            counts = self.counts
+        keys = buckets_of(list(other.counts)) if other.exact else other.counts.keys()
+        _add_counts(counts, keys, other.counts.values())
 
     def count(self):
         return sum(self.counts.values())
@@ -148,24 +193,42 @@ class Lane:
             values = self.busy[kind] = array("d", bytes(8 * self.nbins))
         return values
 
-    def _double(self):
-        """Halves the resolution: bin i becomes bins 2i and 2i+1 of before."""
-        half = self.nbins // 2
-        zeros = array("d", bytes(8 * (self.nbins - half)))
+    def _double(self, times=1):
+        """Halves the resolution, `times` times: bin i becomes bins 2i and 2i+1 of before (at
+        once: bin i becomes bins i * 2**times to (i + 1) * 2**times - 1)."""
+        group = 1 << times
+        kept = max(1, self.nbins // group)
+        zeros = array("d", bytes(8 * (self.nbins - kept)))
         for values in list(self.busy.values()) + [self.starts]:
-            values[:half] = array("d", map(add, values[0:2 * half:2], values[1:2 * half:2]))
-            values[half:] = zeros
-        self.width *= 2
+            if group == 2:
+                values[:kept] = array("d", map(add, values[0:2 * kept:2], values[1:2 * kept:2]))
+            elif kept == 1:
+                values[:1] = array("d", [sum(values)])
+            else:
+                values[:kept] = array("d", map(sum, zip(*[iter(values)] * group)))
+            values[kept:] = zeros
+        self.width <<= times
         self.limit = self.nbins * self.width
 
+    def grow(self, end):
+        """Widens the bins until a copy ending at `end` fits."""
+        times = 0
+        while end >= self.limit << times:
+            times += 1
+        if times:
+            self._double(times)
+
     def add(self, start, duration, kind):
-        end = start + duration
-        while end >= self.limit:
-            self._double()
+        self.grow(start + duration)
+        self.starts[start // self.width] += 1
+        self.spread(start, duration, kind)
+
+    def spread(self, start, duration, kind):
+        """The busy time of a copy that fits (grow), bin by bin; its start is not counted."""
         busy = self.busy_of(kind)
         width = self.width
+        end = start + duration
         first, last = start // width, end // width
-        self.starts[first] += 1
         if first == last:
             busy[first] += duration
             return

@@ -1,4 +1,4 @@
-"""stream.py: runs every log file through aggregate.scan_file, on several cores when there are
+"""stream.py: runs every log file through scan.scan_file, on several cores when there are
 several files, and merges the results as they come.
 
 Contract:
@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from . import aggregate
+from . import aggregate, scan as scanner
 from .logs import InputError
 
 LANE_BUDGET_BYTES = 48 << 20
@@ -68,7 +68,7 @@ def run_file(index, path, options, sink_specs, on_bytes):
     warnings = []
     sinks = make_sinks(sink_specs, index, options)
     try:
-        processes, agg = aggregate.scan_file(path, options, sinks, warnings.append, on_bytes)
+        processes, agg = scanner.scan_file(path, options, sinks, warnings.append, on_bytes)
     except InputError as e:
         for sink in sinks:
             sink.abort()

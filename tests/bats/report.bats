@@ -404,6 +404,17 @@ PY
     grep -q '^pinshim-report: 1 process' "$WORK/db0.out"
 }
 
+@test "report: the tables do not depend on the order the logs are merged in (device times of one operation in several files)" {
+    # the d2h pinned async copies of cluster/ and future/ are device-timed in both: merging them
+    # once changed the first file's bucket entry, which the where table reads afterwards
+    report fwd "$LOGS/cluster" "$LOGS/future" "$LOGS/savings" "$LOGS/evil" --jobs 1 --csv "$WORK/fwd" --text
+    report back "$LOGS/evil" "$LOGS/savings" "$LOGS/future" "$LOGS/cluster" --jobs 1 --csv "$WORK/back" --text
+    diff "$WORK/fwd.out" "$WORK/back.out"
+    diff -r "$WORK/fwd" "$WORK/back"
+    # device-timed: 4 + 4 MB in 80 + 90 us (cluster), 4.194 MB in 200 us (future): 32.96 GB/s
+    grep -Eq '^ +1\.3 +0\.165 +4 +16\.194 +32\.96  device  async +d2h pinned$' "$WORK/fwd.out"
+}
+
 @test "report: many files on several cores give the tables one core gives; medians from the sketch are marked" {
     python3 "$LOGS/gen_logs.py" "$WORK/gen" --files 6 --records 30000
     report one "$WORK/gen" --jobs 1 --csv "$WORK/csv1"
@@ -449,6 +460,56 @@ PY
     diff -r "$WORK/fast" "$WORK/slowcsv"
     python3 -c 'import json,sys; a,b=(json.load(open(p))["traceEvents"] for p in sys.argv[1:]); assert a==b' \
         "$WORK/fast.json" "$WORK/slow.json"
+}
+
+@test "report: every output is the same through the fast path and through json.loads alone, on unusual records" {
+    # unusual/mixed.jsonl: escaped strings, invalid UTF-8, missing optional and extra unknown fields,
+    # other key orders, nulls, CRLF and trailing blanks, corrupt lines, zero-byte and zero-time
+    # copies, copies spanning many timeline bins, two processes in one file, a truncated last line
+    u="$LOGS/unusual"
+    # the switch works: with it every line is a json.loads line, without it the shim's lines are not
+    python3 - "$ROOT/scripts" "$u/mixed.jsonl" <<'PY2'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from pinshim_report import logs
+def fast_rows():
+    with open(sys.argv[2], "rb") as f:
+        return sum(1 for rows, _, _, _ in logs.row_chunks(f) for r in rows if r[logs.T_NS])
+os.environ.pop(logs.JSON_ONLY_ENV, None)
+assert fast_rows() > 50, fast_rows()
+os.environ[logs.JSON_ONLY_ENV] = "1"
+assert fast_rows() == 0, fast_rows()
+PY2
+    # and a log long enough that its copy times are counted in the sketch's buckets
+    python3 "$LOGS/gen_logs.py" "$WORK/gen" --files 1 --records 45000
+    for args in "$u" "$u --device 1" "$u --since 0.000005 --until 0.9" "$u --rank 1" \
+                "$u $LOGS/cluster $LOGS/future --jobs 2" "$WORK/gen"; do
+        # shellcheck disable=SC2086
+        "$LOGS/all_outputs.sh" "$REPORT" "$WORK/fast" $args
+        # shellcheck disable=SC2086
+        PINSHIM_REPORT_JSON_ONLY=1 "$LOGS/all_outputs.sh" "$REPORT" "$WORK/json" $args
+        diff -r "$WORK/fast" "$WORK/json"
+        rm -r "$WORK/fast" "$WORK/json"
+    done
+    "$REPORT" "$WORK/gen" --progress never >"$WORK/gen.out"
+    grep -q 'Medians marked ~ are read from a bounded sketch' "$WORK/gen.out"
+    "$LOGS/all_outputs.sh" "$REPORT" "$WORK/fast" "$u"
+    [ "$(cat "$WORK/fast/text.rc")" = 0 ] && [ "$(cat "$WORK/fast/files.rc")" = 0 ]
+    # 61 + 2 copies read; the corrupt lines named, each once, with their line numbers
+    grep -q '^63 copies, ' "$WORK/fast/text.out"
+    e="$WORK/fast/text.err"
+    grep -q "^pinshim-report: $u/mixed.jsonl:17: not valid JSON (Expecting value: line 2 column 1 (char 54)); line skipped$" "$e"
+    grep -q "^pinshim-report: $u/mixed.jsonl:18: not a pinshim record (no \"type\"); line skipped$" "$e"
+    grep -q "^pinshim-report: $u/mixed.jsonl:19: transfer record: field 'bytes' missing or not a non-negative integer; line skipped$" "$e"
+    grep -q "^pinshim-report: $u/mixed.jsonl:20: transfer record: field 'host_ns' missing or not a non-negative integer; line skipped$" "$e"
+    grep -q "^pinshim-report: $u/mixed.jsonl:76: truncated last line (the file ends inside a record); line skipped$" "$e"
+    [ "$(grep -c 'line skipped$' "$e")" = 5 ]
+    # a number with a leading zero is not JSON: the fast path refuses it as json.loads does
+    mkdir "$WORK/zero"
+    { head -n 4 "$u/mixed.jsonl"; sed -n 4p "$u/mixed.jsonl" | sed 's/"bytes":4096/"bytes":04096/'; } >"$WORK/zero/z.jsonl"
+    report zero "$WORK/zero"
+    grep -q "^pinshim-report: $WORK/zero/z.jsonl:5: not valid JSON (Expecting ',' delimiter: line 1 column 102 (char 101)); line skipped$" "$WORK/zero.err"
+    grep -q '^1 copies, ' "$WORK/zero.out"
 }
 
 @test "report: at scale the HTML page stays small (bins, not one element per copy) and memory stays flat" {
