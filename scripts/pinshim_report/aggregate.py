@@ -13,6 +13,7 @@ Contract:
 """
 import fnmatch
 
+from . import logs
 from .logs import is_int
 from .sketch import Dist
 
