@@ -1,0 +1,29 @@
+"""fresh_probe.py: medians (ms) of fresh-buffer copies in PyTorch, for issue #13: a tensor just computed
+(base + i) .to("cuda") at 4, 64 and 256 MiB, and 8 GPU tensors of 64 MiB .to("cpu") into fresh tensors.
+Run it with and without the shim, and with OMP_WAIT_POLICY=passive to see the OpenMP threads' share.
+Usage: python3 tests/bench/fresh_probe.py   (prints one line). Never asserts a timing."""
+import sys, time, torch
+dev = "cuda:0"
+def med(v): v = sorted(v); return v[len(v)//2]
+MiB = 1 << 20
+out = []
+pat = torch.arange(4096, dtype=torch.float32)
+torch.cuda.synchronize()
+for nb, it in ((4*MiB, 20), (64*MiB, 8), (256*MiB, 4)):
+    base = pat.repeat(nb // 4 // 4096)
+    ts = []
+    for i in range(it + 1):
+        x = base + i
+        torch.cuda.synchronize(); t = time.perf_counter()
+        y = x.to(dev); torch.cuda.synchronize()
+        if i: ts.append(time.perf_counter() - t)
+        del x, y
+    out.append("h2d%dM=%.2f" % (nb >> 20, med(ts) * 1e3))
+g = [torch.full((16 * MiB,), float(k), device=dev) for k in range(8)]
+ts = []
+for r in range(4):
+    torch.cuda.synchronize(); t = time.perf_counter()
+    c = [x.to("cpu") for x in g]
+    ts.append(time.perf_counter() - t); del c
+out.append("d2h8x64M=%.2f" % (med(ts[1:]) * 1e3))
+print(" ".join(out), flush=True)
