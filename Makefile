@@ -70,6 +70,9 @@ $(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST
 	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl $(if $(findstring _linked,$*),$(PROG_LINK_linked)) \
 	    $(if $(filter dlnext,$*),$(PROG_LINK_dlnext)) $(if $(filter logprog,$*),-rdynamic)
 
+# stream_copy_check compiles shim/stage/stream_copy.c in (a unit test of that one file).
+$(BUILD)/tests/stream_copy_check: shim/stage/stream_copy.c shim/stage/stream_copy.h
+
 # The differential fuzzer (tests/fuzz): one program from several files; it finds the driver at run
 # time, so the same binary runs on the fake and on a real driver.
 FUZZ_SRC  := $(wildcard tests/fuzz/*.c)

@@ -109,6 +109,19 @@ static CUresult presync(CUstream stream)
  * the pool: no deadlock). */
 #define H2D_WINDOW 4
 
+/* A copy is cut into pieces of at least this size... */
+#define H2D_PIECE_MIN ((size_t)1 << 20)
+
+/* ...and into at least H2D_WINDOW pieces where that allows, each in its own pool chunk: a copy of one
+ * or two chunks would otherwise run its memcpy and its DMA one after the other. */
+static size_t h2d_piece_bytes(size_t bytes, size_t chunk)
+{
+    size_t piece = (bytes / H2D_WINDOW + 4095) & ~(size_t)4095;
+    if (piece < H2D_PIECE_MIN)
+        piece = H2D_PIECE_MIN;
+    return piece < chunk ? piece : chunk;
+}
+
 struct h2d_slot {
     struct pool_chunk *ch;
     struct workers_job job;
@@ -120,7 +133,7 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
     fn_htod_async dma = (fn_htod_async)driver_real(ENTRY_htod_async);
     if (!dma || !stage_safe(c, dst, bytes, stream))
         return false;
-    size_t chunk = pool_chunk_bytes();
+    size_t piece = h2d_piece_bytes(bytes, pool_chunk_bytes());
     struct h2d_slot ring[H2D_WINDOW];
     unsigned head = 0, count = 0;
     size_t next_off = 0;
@@ -147,7 +160,7 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
             }
             struct h2d_slot *s = &ring[(head + count) % H2D_WINDOW];
             s->ch = ch, s->off = next_off;
-            s->n = bytes - next_off < chunk ? bytes - next_off : chunk;
+            s->n = bytes - next_off < piece ? bytes - next_off : piece;
             workers_start(&s->job, ch->ptr, (const char *)src + next_off, s->n, WORKERS_DST_RESIDENT);
             count++;
             next_off += s->n;

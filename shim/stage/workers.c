@@ -15,6 +15,7 @@
 
 #include "base/common.h"
 #include "policy.h"
+#include "stream_copy.h"
 
 /* Parts smaller than this are not worth a thread hand-off (a wake-up costs microseconds). */
 #define WORKERS_MIN_PART (256u << 10)
@@ -48,11 +49,19 @@ unsigned workers_parallelism(void)
     return (unsigned)want;
 }
 
+static void copy_bytes(const struct workers_job *j, char *dst, const char *src, size_t n)
+{
+    if (j->streaming)
+        stream_copy(dst, src, n);
+    else
+        memcpy(dst, src, n);
+}
+
 static void copy_part(struct workers_job *j, unsigned index)
 {
     size_t offset = (size_t)index * j->part;
     size_t n = offset + j->part <= j->bytes ? j->part : j->bytes - offset;
-    memcpy(j->dst + offset, j->src + offset, n);
+    copy_bytes(j, j->dst + offset, j->src + offset, n);
 }
 
 /* Claims and copies parts until none is left; returns how many this thread copied. */
@@ -163,7 +172,9 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
     size_t most = (size_t)threads * (dst_kind == WORKERS_DST_RESIDENT ? WORKERS_PARTS_PER_THREAD : 1);
     if (parts > most)
         parts = most;
-    *j = (struct workers_job){.dst = dst, .src = src, .bytes = bytes};
+    *j = (struct workers_job){.dst = dst, .src = src, .bytes = bytes,
+                              .streaming = dst_kind == WORKERS_DST_RESIDENT &&
+                                           pinshim_policy.stage_stores == STAGE_STORES_STREAMING};
     if (parts < 2 || threads < 2) {
         j->parts = 0; /* too small to share: the owner copies it alone in workers_finish */
         return;
@@ -187,7 +198,7 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
 void workers_finish(struct workers_job *j)
 {
     if (j->parts == 0) {
-        memcpy(j->dst, j->src, j->bytes);
+        copy_bytes(j, j->dst, j->src, j->bytes);
         return;
     }
     unsigned mine = drain(j);

@@ -8,6 +8,7 @@
 #define PINSHIM_WORKERS_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* One copy shared by the threads; lives in the caller's memory from workers_start() until
@@ -17,6 +18,7 @@ struct workers_job {
     const char *src;
     size_t bytes, part;
     unsigned parts;
+    bool streaming;   /* stores that bypass the cache (stream_copy.h) */
     unsigned next;    /* next part to claim (atomic) */
     unsigned done;    /* parts finished (under the lock) */
     unsigned holders; /* threads other than the owner holding a pointer to this job (under the lock) */
@@ -31,6 +33,9 @@ struct workers_job {
  * page-table block contend, which is the likely cause); memory already resident (a pool chunk)
  * into several parts per thread. */
 enum workers_dst { WORKERS_DST_RESIDENT, WORKERS_DST_MAY_FAULT };
+
+/* Values of the stage_stores key: how a copy into a pool chunk (WORKERS_DST_RESIDENT) is written. */
+enum { STAGE_STORES_NORMAL, STAGE_STORES_STREAMING };
 
 /* Copies bytes from src to dst with the workers and the calling thread; returns when done. */
 void workers_memcpy(void *dst, const void *src, size_t bytes, enum workers_dst dst_kind);
