@@ -50,6 +50,21 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [ "$(staging_field 'st["staged_copies"]')" -gt 20 ]
 }
 
+@test "stream_copy (streaming stores) equals memcpy at every offset and size, bytes around untouched" {
+    run "$T/stream_copy_check"
+    echo "$output"
+    [ "$status" = 0 ]
+    [[ "$output" == "stream_copy: "*" cases identical" ]]
+}
+
+@test "stage_stores = normal and = streaming: staged bytes identical at every size boundary" {
+    for stores in normal streaming; do
+        staged sizes $SMALL_POLICY PINSHIM_STAGE_STORES=$stores
+        diff "$WORK/plain.out" "$WORK/shim.out"
+        [ "$(staging_field 'st["staged_copies"]')" -gt 20 ]
+    done
+}
+
 @test "staging through the per-thread default stream flavour: bytes identical" {
     staged sizes $SMALL_POLICY ROUTE=getproc_ptds
     diff "$WORK/plain.out" "$WORK/shim.out"

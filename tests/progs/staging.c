@@ -82,7 +82,7 @@ static void round_trip(size_t n, int style, CUstream s, uint32_t seed)
 
 static int scenario_sizes(void)
 {
-    size_t min = env_size("PINSHIM_STAGE_MIN_BYTES", 8u << 20);
+    size_t min = env_size("PINSHIM_STAGE_MIN_BYTES", 4u << 20);
     size_t d2h_min = env_size("PINSHIM_STAGE_D2H_MIN_BYTES", 64u << 10);
     size_t chunk = env_size("PINSHIM_STAGE_CHUNK_BYTES", 16u << 20);
     size_t cap = env_size("PINSHIM_POOL_MAX_BYTES", 64u << 20);
