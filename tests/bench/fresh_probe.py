@@ -1,5 +1,5 @@
 """fresh_probe.py: medians (ms) of fresh-buffer copies in PyTorch, for issue #13: a tensor just computed
-(base + i) .to("cuda") at 4, 64 and 256 MiB, and 8 GPU tensors of 64 MiB .to("cpu") into fresh tensors.
+(base + i) .to("cuda") at 1, 4, 8, 64 and 256 MiB, and 8 GPU tensors of 64 MiB .to("cpu") into fresh tensors.
 Run it with and without the shim, and with OMP_WAIT_POLICY=passive to see the OpenMP threads' share.
 Usage: python3 tests/bench/fresh_probe.py   (prints one line). Never asserts a timing."""
 import sys, time, torch
@@ -9,7 +9,7 @@ MiB = 1 << 20
 out = []
 pat = torch.arange(4096, dtype=torch.float32)
 torch.cuda.synchronize()
-for nb, it in ((4*MiB, 20), (64*MiB, 8), (256*MiB, 4)):
+for nb, it in ((1*MiB, 30), (4*MiB, 20), (8*MiB, 20), (64*MiB, 8), (256*MiB, 4)):
     base = pat.repeat(nb // 4 // 4096)
     ts = []
     for i in range(it + 1):

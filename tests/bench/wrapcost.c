@@ -79,6 +79,11 @@ int main(int argc, char **argv)
         MEDIAN("cuEventRecordWithFlags", n, CHECK(record_flags(e, s, 0)));
     MEDIAN("cuEventSynchronize (done)", n, CHECK(d.event_sync(e)));
     MEDIAN("cuCtxSynchronize (idle)", n, CHECK(d.ctx_sync(NULL)));
+    /* A small pageable copy (PyTorch's 1000 tensors of 4 KB): nothing to stage or pin, all cost. */
+    char small_pageable[4096];
+    memset(small_pageable, 2, sizeof small_pageable);
+    MEDIAN("4 KiB pageable H2D async + stream sync", n,
+           CHECK(d.htod_async(dev, small_pageable, sizeof small_pageable, s)); CHECK(d.stream_sync(s)));
     /* A program that also copies a pageable buffer again and again: pin-on-reuse registers it (the
      * shim's default register_after is 3 copies), and the pinned copies above run beside a live
      * registration. */
