@@ -45,6 +45,8 @@
       "pinned memory is allocated (cuMemHostAlloc, slow) in slabs of this size, cut into chunks and reused; a slab is never allocated under 2 MiB (the driver shares smaller pinned allocations with the program's, changing their flags)") \
     X(BOOL, pool_grow_inline, "off", "",                                                       \
       "allocate slabs on the copying thread (that copy waits milliseconds); off = in the background, the copy passes through meanwhile") \
+    X(BOOL, pool_prewarm, "on", "",                                                             \
+      "at the program's first pageable copy of any size, start allocating the pool's first slab in the background, so that the first copy large enough to stage finds it ready; off = at that first large copy, which then passes through") \
     X(BOOL, link_probe, "on", "",                                                              \
       "when the pool gets its first pinned memory on a device, time a few pinned copies (a few ms, on the shim's own stream) to know the link's real bandwidth for the advice and the summary") \
     X(SIZE, track_min_bytes, "1M", "",                                                         \

@@ -278,6 +278,20 @@ static bool grow_in_background(int dev)
     return r == 0;
 }
 
+void pool_prewarm(void)
+{
+    static bool tried;
+    if (__atomic_exchange_n(&tried, true, __ATOMIC_RELAXED))
+        return; /* once per process: later calls cost one atomic */
+    pthread_mutex_lock(&lock);
+    if (resolve() && !growing && total_bytes == 0) {
+        int dev = current_device();
+        if (dev >= 0)
+            grow_in_background(dev); /* cannot start a thread: the first large copy grows as before */
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 /* The event of c in the current context, created on first need. */
 static CUresult chunk_event(struct pool_chunk *c)
 {

@@ -53,6 +53,12 @@ CUresult pool_record(struct pool_chunk *c, CUstream stream);
 /* Blocks until the DMA recorded behind c has completed. CUDA_SUCCESS or the driver's error. */
 CUresult pool_wait(struct pool_chunk *c);
 
+/* The program made its first pageable copy (of any size): start allocating the first slab in the
+ * background on the current context's device, so that the first copy large enough to stage finds
+ * the pool ready instead of passing through while it is allocated. Once per process; nothing if
+ * the pool already has memory or is growing. */
+void pool_prewarm(void);
+
 /* True while staging can use the pool (false after a refused allocation or in a forked child). */
 bool pool_available(void);
 

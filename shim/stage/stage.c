@@ -25,6 +25,8 @@ bool stage_wanted(struct copy *c)
     bool d2h = c->dir == DIR_D2H && c->dst_kind == KIND_PAGEABLE && c->src_kind == KIND_DEVICE;
     if (!h2d && !d2h)
         return false;
+    if (pinshim_policy.stage && pinshim_policy.pool_prewarm && !forked_child)
+        pool_prewarm();
     if (!pinshim_policy.stage)
         c->unstaged = UNSTAGED_DISABLED;
     else if (c->bytes < (h2d ? pinshim_policy.stage_min_bytes : pinshim_policy.stage_d2h_min_bytes))

@@ -157,10 +157,23 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
 }
 
 @test "default background slab allocation: the first copies pass through, later ones are staged" {
-    staged sizes $SMALL_POLICY PINSHIM_POOL_GROW_INLINE=off FAKECUDA_GBPS=5
+    # pool_prewarm off: the small copies that open the scenario would otherwise have the pool ready
+    staged sizes $SMALL_POLICY PINSHIM_POOL_GROW_INLINE=off PINSHIM_POOL_PREWARM=off FAKECUDA_GBPS=5
     diff "$WORK/plain.out" "$WORK/shim.out"
     [ "$(staging_field 'why["pool being allocated"]["count"]')" -ge 1 ]
     [ "$(staging_field 'st["staged_copies"]')" -gt 10 ]
+}
+
+@test "pool_prewarm: a small pageable copy starts the pool, so the first large copy is staged; off: it passes through" {
+    staged prewarm PINSHIM_POOL_GROW_INLINE=off
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'pool ready before the large copy: yes' "$WORK/shim.err"
+    [ "$(staging_field 'st["staged_copies"]')" = 2 ]
+    [ "$(staging_field '"pool being allocated" not in why')" = True ]
+    staged prewarm PINSHIM_POOL_GROW_INLINE=off PINSHIM_POOL_PREWARM=off
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'pool ready before the large copy: no' "$WORK/shim.err"
+    [ "$(staging_field 'why["pool being allocated"]["count"]')" -ge 1 ]
 }
 
 @test "link_probe: the pool's first slab on a device times pinned copies; the summary and the advice use the rate" {

@@ -10,7 +10,10 @@
  *   staging managed  - a sync H2D into managed memory is complete when it returns
  *   staging presync  - a sync pageable H2D first waits for earlier work on its stream
  *   staging freshdst - a staged D2H into a buffer just allocated (stderr: its huge pages, in kB)
+ *   staging prewarm  - a small pageable copy, a wait (up to 5 s, under the shim only) for the pool to
+ *                      have memory, then a 32 MiB round trip (stderr: whether the pool got ready)
  * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -352,10 +355,50 @@ static int scenario_freshdst(void)
     return 0;
 }
 
+/* The pool's bytes as the shim's JSON summary reports them (pinshim_summary_write), or -1 when no
+ * shim is loaded. */
+static long long shim_pool_bytes(void)
+{
+    int (*write_summary)(int, int) = (int (*)(int, int))dlsym(RTLD_DEFAULT, "pinshim_summary_write");
+    FILE *f = write_summary ? tmpfile() : NULL;
+    if (!f)
+        return -1;
+    char text[65536] = "";
+    write_summary(fileno(f), 1);
+    rewind(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    const char *at = strstr(text, "\"pool_bytes\":");
+    return at ? atoll(at + strlen("\"pool_bytes\":")) : 0;
+}
+
+static int scenario_prewarm(void)
+{
+    const size_t small = 4096, n = 32u << 20;
+    unsigned char *src = malloc(n), *dst = malloc(n);
+    CUdeviceptr dev;
+    CHECK(d.mem_alloc(&dev, n));
+    test_fill(src, n, 91);
+    CHECK(d.htod(dev, src, small));
+    long long pool = shim_pool_bytes();
+    for (int i = 0; pool == 0 && i < 500; i++) {
+        usleep(10000);
+        pool = shim_pool_bytes();
+    }
+    fprintf(stderr, "pool ready before the large copy: %s\n", pool > 0 ? "yes" : pool == 0 ? "no" : "no shim");
+    CHECK(d.htod(dev, src, n));
+    CHECK(d.dtoh(dst, dev, n));
+    expect_same("prewarm round trip", n, src, dst);
+    printf("prewarm: %zu bytes, hash %016llx\n", n, (unsigned long long)test_hash(dst, n));
+    CHECK(d.mem_free(dev));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst\n");
+        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|prewarm\n");
         return 2;
     }
     setup();
@@ -369,6 +412,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "managed")) return scenario_managed();
     if (!strcmp(argv[1], "presync")) return scenario_presync();
     if (!strcmp(argv[1], "freshdst")) return scenario_freshdst();
+    if (!strcmp(argv[1], "prewarm")) return scenario_prewarm();
     fprintf(stderr, "unknown scenario %s\n", argv[1]);
     return 2;
 }
