@@ -104,18 +104,18 @@ static CUresult presync(CUstream stream)
     return r;
 }
 
-/* H2D: up to H2D_WINDOW chunks at once: while one chunk's DMA runs, the workers fill the next ones,
- * and a chunk's DMA starts as soon as its own memcpy is done, so a slow part of one chunk (a thread
- * preempted by the program's busy threads) does not stall the copying of the next. The first chunk
- * is acquired blocking, the others only if free right now (a stager holding chunks never blocks on
- * the pool: no deadlock). */
+/* H2D: up to H2D_WINDOW pieces at once: while one piece's DMA runs, the workers fill the next ones,
+ * and a piece's DMA starts as soon as its own memcpy is done, so a slow part of one piece (a thread
+ * preempted by the program's busy threads) does not stall the copying of the next. A copy that fits
+ * in one pool chunk is cut into pieces inside that chunk, released after the last DMA; a larger one
+ * takes a chunk per piece. The first chunk is acquired blocking, the others only if free right now
+ * (a stager holding chunks never blocks on the pool: no deadlock). */
 #define H2D_WINDOW 4
 
-/* A copy is cut into pieces of at least this size... */
+/* A copy is cut into at least H2D_WINDOW pieces where each is still this large: a copy of one
+ * chunk would otherwise run its memcpy and its DMA one after the other. */
 #define H2D_PIECE_MIN ((size_t)1 << 20)
 
-/* ...and into at least H2D_WINDOW pieces where that allows, each in its own pool chunk: a copy of one
- * or two chunks would otherwise run its memcpy and its DMA one after the other. */
 static size_t h2d_piece_bytes(size_t bytes, size_t chunk)
 {
     size_t piece = (bytes / H2D_WINDOW + 4095) & ~(size_t)4095;
@@ -126,16 +126,29 @@ static size_t h2d_piece_bytes(size_t bytes, size_t chunk)
 
 struct h2d_slot {
     struct pool_chunk *ch;
+    char *staged; /* where in ch this piece is copied */
     struct workers_job job;
     size_t off, n;
 };
+
+/* Gives back a chunk once its pieces are done: behind its DMAs if any was queued. */
+static void h2d_release(struct pool_chunk *ch, bool dma_queued, CUstream stream)
+{
+    if (dma_queued)
+        pool_release_after(ch, stream);
+    else
+        pool_release_idle(ch); /* no DMA was queued from it */
+}
 
 bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream, CUresult *result)
 {
     fn_htod_async dma = (fn_htod_async)driver_real(ENTRY_htod_async);
     if (!dma || !stage_safe(c, dst, bytes, stream))
         return false;
-    size_t piece = h2d_piece_bytes(bytes, pool_chunk_bytes());
+    size_t chunk = pool_chunk_bytes(), piece = h2d_piece_bytes(bytes, chunk);
+    bool one_chunk = bytes <= chunk; /* every piece in `shared`, released once at the end */
+    struct pool_chunk *shared = NULL;
+    bool shared_queued = false;
     struct h2d_slot ring[H2D_WINDOW];
     unsigned head = 0, count = 0;
     size_t next_off = 0;
@@ -143,27 +156,33 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
     while (next_off < bytes || count > 0) {
         /* start as many memcpys as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < H2D_WINDOW) {
-            enum pool_miss why;
-            struct pool_chunk *ch = pool_acquire(stream, count == 0, &why);
+            struct pool_chunk *ch = shared;
             if (!ch) {
-                if (next_off == 0) {
-                    c->unstaged = miss_reason(why);
-                    return false;
+                enum pool_miss why;
+                ch = pool_acquire(stream, count == 0, &why);
+                if (!ch) {
+                    if (next_off == 0) {
+                        c->unstaged = miss_reason(why);
+                        return false;
+                    }
+                    break;
                 }
-                break;
-            }
-            if (next_off == 0 && !c->async) {
-                CUresult r = presync(stream);
-                if (r != CUDA_SUCCESS) {
-                    pool_release_idle(ch);
-                    *result = r; /* the driver's pre-copy sync would have returned it too */
-                    return true;
+                if (next_off == 0 && !c->async) {
+                    CUresult r = presync(stream);
+                    if (r != CUDA_SUCCESS) {
+                        pool_release_idle(ch);
+                        *result = r; /* the driver's pre-copy sync would have returned it too */
+                        return true;
+                    }
                 }
+                if (one_chunk)
+                    shared = ch;
             }
             struct h2d_slot *s = &ring[(head + count) % H2D_WINDOW];
             s->ch = ch, s->off = next_off;
+            s->staged = (char *)ch->ptr + (one_chunk ? next_off : 0);
             s->n = bytes - next_off < piece ? bytes - next_off : piece;
-            workers_start(&s->job, ch->ptr, (const char *)src + next_off, s->n, WORKERS_DST_RESIDENT);
+            workers_start(&s->job, s->staged, (const char *)src + next_off, s->n, WORKERS_DST_RESIDENT);
             count++;
             next_off += s->n;
         }
@@ -177,24 +196,26 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
             }
             break;
         }
-        /* the oldest chunk: once its memcpy is done, its DMA */
+        /* the oldest piece: once its memcpy is done, its DMA */
         struct h2d_slot *s = &ring[head];
         workers_finish(&s->job);
         CUresult r = CUDA_ERROR_UNKNOWN;
         if (status == CUDA_SUCCESS) {
             pinshim_enter();
-            r = dma(dst + s->off, s->ch->ptr, s->n, stream);
+            r = dma(dst + s->off, s->staged, s->n, stream);
             pinshim_leave();
             if (r != CUDA_SUCCESS)
-                status = r; /* the driver refused this chunk: the program sees the driver's error */
+                status = r; /* the driver refused this piece: the program sees the driver's error */
         }
-        if (r == CUDA_SUCCESS)
-            pool_release_after(s->ch, stream);
+        if (one_chunk)
+            shared_queued |= r == CUDA_SUCCESS;
         else
-            pool_release_idle(s->ch); /* no DMA was queued from it */
+            h2d_release(s->ch, r == CUDA_SUCCESS, stream);
         head = (head + 1) % H2D_WINDOW;
         count--;
     }
+    if (shared)
+        h2d_release(shared, shared_queued, stream);
     if (status == CUDA_SUCCESS)
         c->action = ACTION_STAGED;
     *result = status;
