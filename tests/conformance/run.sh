@@ -40,12 +40,14 @@ TINY=(PINSHIM_REGISTER_AFTER=1 PINSHIM_TRACK_MIN_BYTES=4096 PINSHIM_STAGE_MIN_BY
       PINSHIM_STAGE_D2H_MIN_BYTES=4096)
 
 # Lines the shim checks always leave out, each after undefined behaviour of the program:
-# - a copy into freed device memory: whether it fails depends on whether anything reused the
-#   address, and the shim's own allocations (the pool, the link probe) may;
-# - the context's state after copies past the end of an allocation or a mapping: on 2 x H200 the
-#   driver tore the context down (709) without the shim and not with it (the shim holds its own
-#   reference to the primary context); not investigated further.
-UNDEFINED_UNDER_SHIM="multidev.context.after.copy_into_freed_device risky.*.after"
+# - a copy into freed device memory, or into memory of a primary context since reset: whether it
+#   fails depends on whether anything reused the address, and the shim's own allocations may (the
+#   link probe's device buffer, made when the pool gets its first slab: with pool_prewarm, at the
+#   program's first pageable copy, which in multidev.reset is the copy into the old pointer itself).
+# (risky.*.after was left out too until the harness called cuCtxSynchronize_v2 with its context
+# argument: the 709 seen on 2 x H200 came from the garbage argument; with it fixed the real driver
+# returns 0 there, with and without the shim, as the fake does.)
+UNDEFINED_UNDER_SHIM="multidev.context.after.copy_into_freed_device multidev.reset.after.copy_into_old_device"
 
 driver="" check=all out="" shim_exclude="$UNDEFINED_UNDER_SHIM" cases=()
 while [ $# -gt 0 ]; do
