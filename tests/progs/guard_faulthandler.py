@@ -15,31 +15,17 @@ import faulthandler
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from cudriver import Driver  # noqa: E402  (tests/python: the shared ctypes driver setup)
+
 faulthandler.enable()
 
 TRIALS = int(os.environ.get("TRIALS", "5"))
 BYTES = int(os.environ.get("BYTES", str(2 << 20)))
 
-cu = ctypes.CDLL("libcuda.so.1")
+drv = Driver(BYTES)
+check, stream, dev = drv.check, drv.stream, drv.dev
 
-
-def check(name, *args):
-    r = getattr(cu, name)(*args)
-    if r != 0:
-        sys.exit(f"{name} failed with CUresult {r}")
-
-
-check("cuInit", 0)
-device = ctypes.c_int()
-check("cuDeviceGet", ctypes.byref(device), 0)
-ctx = ctypes.c_void_p()
-check("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), device)
-check("cuCtxSetCurrent", ctx)
-stream = ctypes.c_void_p()
-check("cuStreamCreate", ctypes.byref(stream), 0)
-
-dev = ctypes.c_uint64()
-check("cuMemAlloc_v2", ctypes.byref(dev), ctypes.c_size_t(BYTES))
 pattern = bytes((i * 7 + 3) & 0xFF for i in range(256)) * (BYTES // 256)
 source = ctypes.create_string_buffer(pattern, BYTES)
 check("cuMemcpyHtoD_v2", dev, source, ctypes.c_size_t(BYTES))

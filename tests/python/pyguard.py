@@ -11,27 +11,13 @@ import ctypes
 import sys
 import threading
 
+from cudriver import Driver
+
 BYTES = 2 << 20
-cu = ctypes.CDLL("libcuda.so.1")
+drv = Driver(BYTES)
+cu, check, ctx, stream, dev = drv.cu, drv.check, drv.ctx, drv.stream, drv.dev
 libc = ctypes.CDLL(None)
 
-
-def check(name, *args):
-    r = getattr(cu, name)(*args)
-    if r != 0:
-        sys.exit(f"{name} failed with CUresult {r}")
-
-
-check("cuInit", 0)
-device = ctypes.c_int()
-check("cuDeviceGet", ctypes.byref(device), 0)
-ctx = ctypes.c_void_p()
-check("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), device)
-check("cuCtxSetCurrent", ctx)
-stream = ctypes.c_void_p()
-check("cuStreamCreate", ctypes.byref(stream), 0)
-dev = ctypes.c_uint64()
-check("cuMemAlloc_v2", ctypes.byref(dev), ctypes.c_size_t(BYTES))
 hosts = []
 for _ in range(3):
     h = ctypes.c_void_p()

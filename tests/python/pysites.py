@@ -20,28 +20,14 @@ import sys
 import tempfile
 import threading
 
+from cudriver import Driver
+
 MODE = sys.argv[1] if len(sys.argv) > 1 else "cdll"
-cu = (ctypes.PyDLL if MODE == "pydll" else ctypes.CDLL)("libcuda.so.1")
 SIZES = {"main": 4096, "method": 4160, "thread": 4224, "nested": 4288, "multiline": 4352, "library": 4416}
 BYTES = max(SIZES.values())
 
-
-def check(name, *args):
-    r = getattr(cu, name)(*args)
-    if r != 0:
-        sys.exit(f"{name} failed with CUresult {r}")
-
-
-check("cuInit", 0)
-device = ctypes.c_int()
-check("cuDeviceGet", ctypes.byref(device), 0)
-ctx = ctypes.c_void_p()
-check("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), device)
-check("cuCtxSetCurrent", ctx)
-stream = ctypes.c_void_p()
-check("cuStreamCreate", ctypes.byref(stream), 0)
-dev = ctypes.c_uint64()
-check("cuMemAlloc_v2", ctypes.byref(dev), ctypes.c_size_t(BYTES))
+drv = Driver(BYTES, ctypes.PyDLL if MODE == "pydll" else ctypes.CDLL)
+cu, ctx, stream, dev = drv.cu, drv.ctx, drv.stream, drv.dev
 src = ctypes.create_string_buffer(BYTES)
 dst = ctypes.create_string_buffer(BYTES)
 
