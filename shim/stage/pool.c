@@ -281,8 +281,9 @@ static bool grow_in_background(int dev)
 void pool_prewarm(void)
 {
     static bool tried;
-    if (__atomic_exchange_n(&tried, true, __ATOMIC_RELAXED))
-        return; /* once per process: later calls cost one atomic */
+    /* once per process: later calls cost one plain load (no write to a shared line per copy) */
+    if (__atomic_load_n(&tried, __ATOMIC_RELAXED) || __atomic_exchange_n(&tried, true, __ATOMIC_RELAXED))
+        return;
     pthread_mutex_lock(&lock);
     if (resolve() && !growing && total_bytes == 0) {
         int dev = current_device();
