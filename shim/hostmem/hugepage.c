@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "alloc_table.h"
 #include "policy.h"
 
 #define HUGEPAGE_BYTES ((uintptr_t)2 << 20)
@@ -34,6 +35,17 @@ static enum thp_mode read_mode(void)
 
 void hugepage_note_program_advice(void) { __atomic_store_n(&program_decides, true, __ATOMIC_RELAXED); }
 
+/* The tracked allocation holding p: its bytes [base, end), or false when none holds it. */
+static bool allocation_of(uintptr_t p, uintptr_t *base, uintptr_t *end)
+{
+    alloc_table_lock();
+    struct alloc_rec *r = alloc_table_containing(p);
+    if (r)
+        *base = r->base, *end = r->base + r->size;
+    alloc_table_unlock();
+    return r != NULL;
+}
+
 void hugepage_advise_write(void *p, size_t n)
 {
     if (!pinshim_policy.stage_hugepages || __atomic_load_n(&program_decides, __ATOMIC_RELAXED))
@@ -43,9 +55,16 @@ void hugepage_advise_write(void *p, size_t n)
         m = read_mode();
         __atomic_store_n(&mode, m, __ATOMIC_RELAXED);
     }
-    uintptr_t lo = ((uintptr_t)p + HUGEPAGE_BYTES - 1) & ~(HUGEPAGE_BYTES - 1);
-    uintptr_t hi = ((uintptr_t)p + n) & ~(HUGEPAGE_BYTES - 1);
-    if (m != THP_MADVISE || hi <= lo)
+    uintptr_t base, end;
+    if (m != THP_MADVISE || !allocation_of((uintptr_t)p, &base, &end))
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = base & ~(page - 1), hi = (end + page - 1) & ~(page - 1);
+    /* the 2 MiB blocks the kernel could back with huge pages: the copy must write all of the
+     * allocation's bytes in them (a malloc header before base is not the program's) */
+    uintptr_t blocks_lo = (lo + HUGEPAGE_BYTES - 1) & ~(HUGEPAGE_BYTES - 1), blocks_hi = hi & ~(HUGEPAGE_BYTES - 1);
+    uintptr_t must_lo = blocks_lo > base ? blocks_lo : base, must_hi = blocks_hi < end ? blocks_hi : end;
+    if (blocks_hi <= blocks_lo || (uintptr_t)p > must_lo || (uintptr_t)p + n < must_hi)
         return;
     int e = errno;
     syscall(SYS_madvise, (void *)lo, hi - lo, MADV_HUGEPAGE); /* refused (shared memory...): no matter */

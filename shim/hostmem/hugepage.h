@@ -1,14 +1,17 @@
 /* hugepage.h: transparent huge pages for destinations the shim is about to fill. A staged D2H
  * into memory the program just allocated is bound by first-touch page faults (4 KiB pages zeroed one
- * fault at a time: 3-4 GB/s on the development machine, tests/bench/fault_probe.c); asking for huge
- * pages on the 2 MiB blocks the copy writes in full makes those faults 512 times fewer.
- * Only blocks wholly inside the copy's destination are advised, so a program that touches part of a
- * large allocation gets no more resident memory than before; nothing is advised when the system's
- * THP setting is not "madvise" (with "always" it is already done, with "never" it is refused), when
- * stage_hugepages is off (the default), or once the program has given any huge-page advice of its own.
- * Off by default because the advice splits the program's mapping into several: an mremap of the
- * whole mapping then fails (EFAULT), which the differential fuzzer found (seeds 24, 25).
- * Contract: thread-safe; the madvise is a raw system call (the shim's own hooks never see it). */
+ * fault at a time; tests/bench/fault_probe.c); huge pages make those faults 512 times fewer.
+ * What is advised: the whole page range of the tracked allocation (alloc_table.h) holding the
+ * destination, and only when the copy writes every 2 MiB block inside it. So the kernel's mapping
+ * of one allocation is never split (an earlier version advised only the blocks inside the copy,
+ * which split the program's mapping: an mremap of the whole mapping then failed, fuzzer seeds 24
+ * and 25), and a program that touches part of a large allocation gets no more resident memory than
+ * before (huge pages only back blocks the copy writes in full anyway). Nothing is advised when the
+ * system's THP setting is not "madvise" (with "always" it is already done, with "never" it is
+ * refused), when stage_hugepages is off (the default), or once the program has given any huge-page
+ * advice of its own.
+ * Contract: thread-safe; takes the allocation table's lock; the madvise is a raw system call (the
+ * shim's own hooks never see it). */
 #ifndef PINSHIM_HUGEPAGE_H
 #define PINSHIM_HUGEPAGE_H
 

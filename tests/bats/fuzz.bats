@@ -65,13 +65,16 @@ fuzz() {
 }
 
 # Seeds 24 and 25 stage a D2H copy into an anonymous mapping, then mremap it: the shim's huge-page
-# advice (stage_hugepages) on the mapping's 2 MiB-aligned interior split it into several kernel
-# mappings, and mremap of the whole range failed with EFAULT where it succeeds without the shim.
-# stage_hugepages is off by default since; with it on this still fails (documented in README).
-@test "a mapping a staged copy wrote into can still be mremapped (seeds 24, 25)" {
+# advice (stage_hugepages) once covered only the 2 MiB blocks inside the copy, which split the
+# mapping into several kernel mappings, and mremap of the whole range failed with EFAULT where it
+# succeeds without the shim. The advice now covers a whole allocation or nothing.
+@test "a mapping a staged copy wrote into can still be mremapped (seeds 24, 25), stage_hugepages off and on" {
     fuzz mremap 24 25
     [ "$(cat "$WORK/mremap.rc")" = 0 ]
     grep -q ' 2 seeds .* 0 divergences, 0 broken' "$WORK/mremap.log"
+    fuzz mremap_huge --with-env "PINSHIM_STAGE_HUGEPAGES=on" 24 25
+    [ "$(cat "$WORK/mremap_huge.rc")" = 0 ]
+    grep -q ' 2 seeds .* 0 divergences, 0 broken' "$WORK/mremap_huge.log"
 }
 
 @test "no heap neighbours (every heap block padded with a page each side), both policies: 10 seeds identical" {

@@ -199,11 +199,20 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
 @test "stage_hugepages = on: a staged D2H into a fresh buffer gets huge pages for the 2 MiB blocks it fills; off: none" {
     grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null ||
         skip "the system's THP setting is not madvise: the shim gives no huge-page advice"
-    staged freshdst PINSHIM_STAGE_HUGEPAGES=on
+    # the advice needs the allocation tracking of pin_on_reuse (on by default; off in this file)
+    staged freshdst PINSHIM_STAGE_HUGEPAGES=on PINSHIM_PIN_ON_REUSE=on
     diff "$WORK/plain.out" "$WORK/shim.out"
     grep -qx 'huge: 0 kB' "$WORK/plain.err"
     kb=$(sed -n 's/^huge: \([0-9]*\) kB$/\1/p' "$WORK/shim.err")
     [ "$kb" -ge $((60 * 1024)) ]
-    staged freshdst PINSHIM_STAGE_HUGEPAGES=off
+    staged freshdst PINSHIM_STAGE_HUGEPAGES=off PINSHIM_PIN_ON_REUSE=on
+    grep -qx 'huge: 0 kB' "$WORK/shim.err"
+}
+
+@test "stage_hugepages = on: a D2H that writes only part of an allocation gets no huge-page advice" {
+    grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null ||
+        skip "the system's THP setting is not madvise: the shim gives no huge-page advice"
+    staged freshdst_part PINSHIM_STAGE_HUGEPAGES=on PINSHIM_PIN_ON_REUSE=on
+    diff "$WORK/plain.out" "$WORK/shim.out"
     grep -qx 'huge: 0 kB' "$WORK/shim.err"
 }

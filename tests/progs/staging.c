@@ -10,6 +10,7 @@
  *   staging managed  - a sync H2D into managed memory is complete when it returns
  *   staging presync  - a sync pageable H2D first waits for earlier work on its stream
  *   staging freshdst - a staged D2H into a buffer just allocated (stderr: its huge pages, in kB)
+ *   staging freshdst_part - the same writing only the first half of the buffer
  *   staging prewarm  - a small pageable copy, a wait (up to 5 s, under the shim only) for the pool to
  *                      have memory, then a 32 MiB round trip (stderr: whether the pool got ready)
  * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
@@ -339,7 +340,7 @@ static long huge_kb(const void *p, size_t n)
 
 /* A staged D2H into a buffer just allocated (never touched): bytes right; how much of it ended up
  * in huge pages goes to stderr ("huge: N kB"), which differs with the shim (stage_hugepages). */
-static int scenario_freshdst(void)
+static int fresh_destination(size_t part)
 {
     const size_t n = 64u << 20;
     unsigned char *src = malloc(n), *dst = malloc(n);
@@ -347,13 +348,19 @@ static int scenario_freshdst(void)
     CHECK(d.mem_alloc(&dev, n));
     test_fill(src, n, 77);
     CHECK(d.htod(dev, src, n));
-    CHECK(d.dtoh(dst, dev, n));
-    expect_same("fresh destination", n, src, dst);
+    CHECK(d.dtoh(dst, dev, part));
+    expect_same("fresh destination", part, src, dst);
     fprintf(stderr, "huge: %ld kB\n", huge_kb(dst, n));
-    printf("freshdst: %zu bytes into a fresh buffer, hash %016llx\n", n, (unsigned long long)test_hash(dst, n));
+    printf("freshdst: %zu of %zu bytes into a fresh buffer, hash %016llx\n", part, n,
+           (unsigned long long)test_hash(dst, part));
     CHECK(d.mem_free(dev));
     return 0;
 }
+
+static int scenario_freshdst(void) { return fresh_destination(64u << 20); }
+
+/* Half the buffer written: a program that touches part of an allocation gets no huge pages. */
+static int scenario_freshdst_part(void) { return fresh_destination(32u << 20); }
 
 /* The pool's bytes as the shim's JSON summary reports them (pinshim_summary_write), or -1 when no
  * shim is loaded. */
@@ -398,7 +405,7 @@ static int scenario_prewarm(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|prewarm\n");
+        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|prewarm\n");
         return 2;
     }
     setup();
@@ -412,6 +419,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "managed")) return scenario_managed();
     if (!strcmp(argv[1], "presync")) return scenario_presync();
     if (!strcmp(argv[1], "freshdst")) return scenario_freshdst();
+    if (!strcmp(argv[1], "freshdst_part")) return scenario_freshdst_part();
     if (!strcmp(argv[1], "prewarm")) return scenario_prewarm();
     fprintf(stderr, "unknown scenario %s\n", argv[1]);
     return 2;
