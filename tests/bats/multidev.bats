@@ -54,3 +54,14 @@ PY
     FAKECUDA_DEVICES=1 run_app one shim "$T/multidev" regdev
     grep -qx 'skipped: 1 device' "$WORK/one.out"
 }
+
+@test "run_multidev.sh (several GPUs copying at once) runs its three sides on two fake devices, bytes identical" {
+    run env LIBCUDA_DIR="$FAKE" FAKECUDA_DEVICES=2 BYTES=$((8 << 20)) ROUNDS=2 PAIRS=1 \
+        bash "$ROOT/tests/bench/run_multidev.sh"
+    echo "$output"
+    [ "$status" = 0 ]
+    [[ "$output" == *"multidev pageable devices 2 bytes 8388608 rounds 2"* ]]
+    [[ "$output" == *"every run's bytes came back identical"* ]]
+    grep -Eq '^h2d +[0-9.]+ +[0-9.]+ +[0-9.]+ .* dev0 [0-9.]+ dev1 [0-9.]+$' <<<"$output"
+    grep -Eq '^d2h +[0-9.]+ +[0-9.]+ +[0-9.]+ .* dev0 [0-9.]+ dev1 [0-9.]+$' <<<"$output"
+}
