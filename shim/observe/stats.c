@@ -94,19 +94,46 @@ void stats_reset(void)
     active = false;
 }
 
+/* One non-empty cell of a device slot's transfer table, with its coordinates. */
+struct cell_row {
+    int dir, kind, action;
+    unsigned bucket;
+    uint64_t count, bytes, host_ns;
+};
+
+#define CELLS_PER_DEVICE ((unsigned)(DIR_COUNT * KIND_COUNT * STATS_BUCKETS * ACTION_COUNT))
+
+/* The first non-empty cell of device slot v at flat index *i or after, in table order (direction,
+ * host kind, size bucket, action); *i moves past it. False when there is none left. */
+static bool next_row(int v, unsigned *i, struct cell_row *r)
+{
+    const struct cell *cells = &transfers[v][0][0][0][0];
+    for (; *i < CELLS_PER_DEVICE; ++*i) {
+        const struct cell *c = &cells[*i];
+        if (!(r->count = get(&c->count)))
+            continue;
+        unsigned x = (*i)++;
+        r->bytes = get(&c->bytes);
+        r->host_ns = get(&c->host_ns);
+        r->action = (int)(x % ACTION_COUNT), x /= ACTION_COUNT;
+        r->bucket = x % STATS_BUCKETS, x /= STATS_BUCKETS;
+        r->kind = (int)(x % KIND_COUNT), x /= KIND_COUNT;
+        r->dir = (int)x;
+        return true;
+    }
+    return false;
+}
+
 void stats_snapshot(struct pinshim_stats *out)
 {
     memset(out->dir, 0, sizeof out->dir);
+    struct cell_row r;
     for (int v = 0; v < DEVICE_SLOTS; v++)
-        for (int d = 0; d < DIR_COUNT; d++)
-            for (int k = 0; k < KIND_COUNT; k++)
-                for (int b = 0; b < STATS_BUCKETS; b++)
-                    for (int a = 0; a < ACTION_COUNT; a++) {
-                        const struct cell *c = &transfers[v][d][k][b][a];
-                        out->dir[d].count += get(&c->count);
-                        out->dir[d].bytes += get(&c->bytes);
-                        out->dir[d].host_ns += get(&c->host_ns);
-                    }
+        for (unsigned i = 0; next_row(v, &i, &r);) {
+            out->dir[r.dir].count += r.count;
+            out->dir[r.dir].bytes += r.bytes;
+            out->dir[r.dir].host_ns += r.host_ns;
+        }
     out->failed_copies = get(&failed_copies);
     out->sync_calls = 0;
     for (int e = 0; e < ENTRY_COUNT; e++)
@@ -212,13 +239,12 @@ void stats_cell(enum copy_dir dir, enum host_kind kind, unsigned bucket, enum co
 static unsigned devices_used(void)
 {
     unsigned used = 0;
-    for (int v = 0; v < DEVICE_SLOTS; v++)
-        for (int d = 0; d < DIR_COUNT && !(used & (1u << v)); d++)
-            for (int k = 0; k < KIND_COUNT; k++)
-                for (int b = 0; b < STATS_BUCKETS; b++)
-                    for (int a = 0; a < ACTION_COUNT; a++)
-                        if (get(&transfers[v][d][k][b][a].count))
-                            used |= 1u << v;
+    struct cell_row r;
+    for (int v = 0; v < DEVICE_SLOTS; v++) {
+        unsigned i = 0;
+        if (next_row(v, &i, &r))
+            used |= 1u << v;
+    }
     return used;
 }
 
@@ -260,25 +286,18 @@ static void write_json(struct out *o)
     json_string(o, program_invocation_name);
     outf(o, ",\"version\":\"%s\",\"transfers\":[", PINSHIM_VERSION);
     bool first = true;
+    struct cell_row r;
     for (int v = 0; v < DEVICE_SLOTS; v++)
-        for (int d = 0; d < DIR_COUNT; d++)
-            for (int k = 0; k < KIND_COUNT; k++)
-                for (unsigned b = 0; b < STATS_BUCKETS; b++)
-                    for (int a = 0; a < ACTION_COUNT; a++) {
-                        const struct cell *c = &transfers[v][d][k][b][a];
-                        uint64_t n = get(&c->count), bytes = get(&c->bytes), ns = get(&c->host_ns);
-                        if (!n)
-                            continue;
-                        char device[16];
-                        snprintf(device, sizeof device, v < STATS_DEVICES ? "%d" : "null", v);
-                        outf(o, "%s{\"dir\":\"%s\",\"host_kind\":\"%s\",\"bucket_min\":%llu,\"count\":%llu,"
-                                "\"bytes\":%llu,\"host_ns\":%llu,\"action\":\"%s\",\"gbps\":%.3f,\"device\":%s}",
-                             first ? "" : ",", copy_dir_names[d], host_kind_names[k],
-                             (unsigned long long)stats_bucket_min(b), (unsigned long long)n,
-                             (unsigned long long)bytes, (unsigned long long)ns, copy_action_names[a],
-                             ns ? (double)bytes / (double)ns : 0.0, device);
-                        first = false;
-                    }
+        for (unsigned i = 0; next_row(v, &i, &r); first = false) {
+            char device[16];
+            snprintf(device, sizeof device, v < STATS_DEVICES ? "%d" : "null", v);
+            outf(o, "%s{\"dir\":\"%s\",\"host_kind\":\"%s\",\"bucket_min\":%llu,\"count\":%llu,"
+                    "\"bytes\":%llu,\"host_ns\":%llu,\"action\":\"%s\",\"gbps\":%.3f,\"device\":%s}",
+                 first ? "" : ",", copy_dir_names[r.dir], host_kind_names[r.kind],
+                 (unsigned long long)stats_bucket_min(r.bucket), (unsigned long long)r.count,
+                 (unsigned long long)r.bytes, (unsigned long long)r.host_ns, copy_action_names[r.action],
+                 r.host_ns ? (double)r.bytes / (double)r.host_ns : 0.0, device);
+        }
     outf(o, "],\"failed_copies\":%llu", (unsigned long long)get(&failed_copies));
     write_sections(o, true); /* ,"staging":{...},"registration":{...},"guard":{...} */
     outf(o, ",\"syncs\":[");
@@ -315,23 +334,17 @@ static void write_device_rows(struct out *o, int pid, int v, bool split, struct 
 {
     char b1[32], b2[32], b3[80], dev[16];
     struct cell sum = {0, 0, 0};
-    for (int d = 0; d < DIR_COUNT; d++)
-        for (int k = 0; k < KIND_COUNT; k++)
-            for (unsigned b = 0; b < STATS_BUCKETS; b++)
-                for (int a = 0; a < ACTION_COUNT; a++) {
-                    const struct cell *c = &transfers[v][d][k][b][a];
-                    uint64_t n = get(&c->count), bytes = get(&c->bytes), ns = get(&c->host_ns);
-                    if (!n)
-                        continue;
-                    sum.count += n;
-                    sum.bytes += bytes;
-                    sum.host_ns += ns;
-                    outf(o, "==%d== %-4s %-10s %-17s %-10s %9llu %12s %12s %9.2f", pid, copy_dir_names[d],
-                         host_kind_names[k], bucket_label(b, b3, sizeof b3), copy_action_names[a],
-                         (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_ns(ns, b2, sizeof b2),
-                         ns ? (double)bytes / (double)ns : 0.0);
-                    outf(o, split ? " %6s\n" : "\n", device_label(v, dev, sizeof dev));
-                }
+    struct cell_row r;
+    for (unsigned i = 0; next_row(v, &i, &r);) {
+        sum.count += r.count;
+        sum.bytes += r.bytes;
+        sum.host_ns += r.host_ns;
+        outf(o, "==%d== %-4s %-10s %-17s %-10s %9llu %12s %12s %9.2f", pid, copy_dir_names[r.dir],
+             host_kind_names[r.kind], bucket_label(r.bucket, b3, sizeof b3), copy_action_names[r.action],
+             (unsigned long long)r.count, units_bytes(r.bytes, b1, sizeof b1), units_ns(r.host_ns, b2, sizeof b2),
+             r.host_ns ? (double)r.bytes / (double)r.host_ns : 0.0);
+        outf(o, split ? " %6s\n" : "\n", device_label(v, dev, sizeof dev));
+    }
     if (split && sum.count) {
         char what[32];
         snprintf(what, sizeof what, "device %s", device_label(v, dev, sizeof dev));
