@@ -34,6 +34,13 @@ print(eval(sys.argv[2]))
 PY
 }
 
+# need_thp_madvise: skips the test unless the system's THP setting is madvise (otherwise the shim
+# gives no huge-page advice at all).
+need_thp_madvise() {
+    grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null ||
+        skip "the system's THP setting is not madvise: the shim gives no huge-page advice"
+}
+
 SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHIM_STAGE_CHUNK_BYTES=256K PINSHIM_POOL_MAX_BYTES=1M PINSHIM_POOL_SLAB_BYTES=512K"
 
 @test "staged H2D and D2H at every size boundary (small policy): bytes identical, copies staged" {
@@ -197,8 +204,7 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
 }
 
 @test "stage_hugepages = on: a staged D2H into a fresh buffer gets huge pages for the 2 MiB blocks it fills; off: none" {
-    grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null ||
-        skip "the system's THP setting is not madvise: the shim gives no huge-page advice"
+    need_thp_madvise
     # the advice needs the allocation tracking of pin_on_reuse (on by default; off in this file)
     staged freshdst PINSHIM_STAGE_HUGEPAGES=on PINSHIM_PIN_ON_REUSE=on
     diff "$WORK/plain.out" "$WORK/shim.out"
@@ -210,8 +216,7 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
 }
 
 @test "stage_hugepages = on: a D2H that writes only part of an allocation gets no huge-page advice" {
-    grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null ||
-        skip "the system's THP setting is not madvise: the shim gives no huge-page advice"
+    need_thp_madvise
     staged freshdst_part PINSHIM_STAGE_HUGEPAGES=on PINSHIM_PIN_ON_REUSE=on
     diff "$WORK/plain.out" "$WORK/shim.out"
     grep -qx 'huge: 0 kB' "$WORK/shim.err"
