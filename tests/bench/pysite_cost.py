@@ -17,16 +17,12 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from cudriver import Driver  # noqa: E402  (tests/python: the shared ctypes driver setup)
+
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
-cu = ctypes.CDLL("libcuda.so.1")
-for name, *args in (("cuInit", 0),):
-    getattr(cu, name)(*args)
-device, ctx = ctypes.c_int(), ctypes.c_void_p()
-cu.cuDeviceGet(ctypes.byref(device), 0)
-cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), device)
-cu.cuCtxSetCurrent(ctx)
-dev = ctypes.c_uint64()
-cu.cuMemAlloc_v2(ctypes.byref(dev), ctypes.c_size_t(4096))
+drv = Driver(4096)
+cu, dev = drv.cu, drv.dev
 src = ctypes.create_string_buffer(4)
 size4, size0 = ctypes.c_size_t(4), ctypes.c_size_t(0)
 copy = cu.cuMemcpyHtoD_v2
