@@ -1,8 +1,8 @@
 """cudriver.py: the CUDA driver through ctypes, as the Python test programs set it up (pyguard.py,
-pysites.py, tests/progs/guard_faulthandler.py, tests/bench/pysite_cost.py): libcuda.so.1 loaded (the fake one on a CPU
-machine), device 0's primary context current, one stream, one device allocation. Any failing call
-exits the program with the call's name and its CUresult. Only setup lives here: the copies a test
-checks call sites of stay in the test program's own lines."""
+pysites.py, tests/progs/guard_faulthandler.py, tests/bench/pysite_cost.py): libcuda.so.1 loaded
+(the fake one on a CPU machine), device 0's primary context current, one stream, one device
+allocation. Any failing call exits the program with the call's name and its CUresult. Only setup
+lives here: the copies a test checks call sites of stay in the test program's own lines."""
 import ctypes
 import sys
 
