@@ -222,9 +222,32 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
     return true;
 }
 
-/* D2H: keep up to `window` chunks in flight; the first is acquired blocking, the others only if
- * free right now, so a stager holding chunks never blocks on the pool (no deadlock). */
+/* D2H: up to D2H_WINDOW chunks in flight. Chunk i+1's DMA runs while chunk i is copied out, and
+ * up to D2H_COPYING copy-outs are queued at once, so a worker that ends its part of one chunk takes
+ * a part of the next instead of waiting for the slowest part (into a fresh destination each part
+ * runs at the speed of its page faults, which vary). The first chunk is acquired blocking, the
+ * others only if free right now, so a stager holding chunks never blocks on the pool (no deadlock). */
 #define D2H_WINDOW 4
+#define D2H_COPYING 2
+
+struct d2h_slot {
+    struct pool_chunk *ch;
+    size_t off, n;
+    CUresult waited;  /* the result of waiting for this chunk's DMA */
+    bool copying;     /* job started */
+    struct workers_job job;
+};
+
+/* Ends the oldest slot: its copy-out, then the chunk goes back (behind its DMA if the wait failed). */
+static void d2h_retire(struct d2h_slot *s, CUstream stream)
+{
+    if (s->copying)
+        workers_finish(&s->job);
+    if (s->waited == CUDA_SUCCESS)
+        pool_release_idle(s->ch);
+    else
+        pool_release_after(s->ch, stream);
+}
 
 bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstream stream, CUresult *result)
 {
@@ -232,11 +255,8 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
     if (!dma || !stage_safe(c, src, bytes, stream))
         return false;
     size_t chunk = pool_chunk_bytes();
-    struct {
-        struct pool_chunk *ch;
-        size_t off, n;
-    } ring[D2H_WINDOW];
-    unsigned head = 0, count = 0;
+    struct d2h_slot ring[D2H_WINDOW];
+    unsigned head = 0, count = 0, waited = 0; /* ring[head .. head+waited) have had their DMA waited for */
     size_t next_off = 0;
     CUresult status = CUDA_SUCCESS;
     hugepage_advise_write(dst, bytes); /* fresh destinations: fewer first-touch faults */
@@ -265,8 +285,8 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
                 status = r;
                 break;
             }
-            unsigned slot = (head + count) % D2H_WINDOW;
-            ring[slot].ch = ch, ring[slot].off = next_off, ring[slot].n = n;
+            struct d2h_slot *s = &ring[(head + count) % D2H_WINDOW];
+            s->ch = ch, s->off = next_off, s->n = n, s->copying = false;
             count++;
             next_off += n;
         }
@@ -283,19 +303,25 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
             }
             break;
         }
-        /* copy the oldest chunk out once its DMA is done */
-        struct pool_chunk *ch = ring[head].ch;
-        CUresult r = pool_wait(ch);
-        if (r == CUDA_SUCCESS && status == CUDA_SUCCESS)
-            workers_memcpy((char *)dst + ring[head].off, ch->ptr, ring[head].n, WORKERS_DST_MAY_FAULT);
-        else if (status == CUDA_SUCCESS)
-            status = r;
-        if (r == CUDA_SUCCESS)
-            pool_release_idle(ch);
-        else
-            pool_release_after(ch, stream);
+        /* start the copy-out of the next chunk once its DMA is done, keeping D2H_COPYING queued */
+        if (waited < count) {
+            struct d2h_slot *s = &ring[(head + waited) % D2H_WINDOW];
+            s->waited = pool_wait(s->ch);
+            if (s->waited == CUDA_SUCCESS && status == CUDA_SUCCESS) {
+                workers_start(&s->job, (char *)dst + s->off, s->ch->ptr, s->n, WORKERS_DST_MAY_FAULT);
+                s->copying = true;
+            } else if (status == CUDA_SUCCESS) {
+                status = s->waited;
+            }
+            waited++;
+            if (waited < D2H_COPYING && waited < count)
+                continue;
+        }
+        /* the oldest chunk: its copy-out done, the chunk goes back */
+        d2h_retire(&ring[head], stream);
         head = (head + 1) % D2H_WINDOW;
         count--;
+        waited--;
     }
     if (status == CUDA_SUCCESS)
         c->action = ACTION_STAGED;
