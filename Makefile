@@ -72,6 +72,9 @@ $(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST
 
 # stream_copy_check compiles shim/stage/stream_copy.c in (a unit test of that one file).
 $(BUILD)/tests/stream_copy_check: shim/stage/stream_copy.c shim/stage/stream_copy.h
+# workers_check likewise compiles shim/stage/workers.c and stream_copy.c in.
+$(BUILD)/tests/workers_check: shim/stage/workers.c shim/stage/workers.h shim/stage/stream_copy.c
+$(BUILD)/tests/workers_check: PROG_CFLAGS += -Ishim -Ipolicy
 
 # The differential fuzzer (tests/fuzz): one program from several files; it finds the driver at run
 # time, so the same binary runs on the fake and on a real driver.

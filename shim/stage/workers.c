@@ -24,6 +24,11 @@
  * spinning after a parallel region) holds back only a small piece while the others take the rest. */
 #define WORKERS_PARTS_PER_THREAD 4
 #define WORKERS_MAX 64
+/* A destination that may fault is cut at boundaries of this block (one page-table page, or one
+ * transparent huge page), each block written by one thread, once a copy is large enough to give
+ * every thread a block's worth: two threads faulting in one block wait for each other (the page
+ * table's lock; the zeroing of a huge page). */
+#define FAULT_BLOCK ((size_t)2 << 20)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
@@ -57,11 +62,24 @@ static void copy_bytes(const struct workers_job *j, char *dst, const char *src, 
         memcpy(dst, src, n);
 }
 
+/* Where part `index` starts: index * part, moved down to a FAULT_BLOCK boundary of the destination
+ * when the job has aligned parts (part 0 starts at 0 and the last ends at bytes either way). */
+static size_t part_offset(const struct workers_job *j, unsigned index)
+{
+    if (index == 0)
+        return 0;
+    if (index >= j->parts)
+        return j->bytes;
+    size_t offset = (size_t)index * j->part;
+    if (j->aligned)
+        offset = (((uintptr_t)j->dst + offset) & ~(uintptr_t)(FAULT_BLOCK - 1)) - (uintptr_t)j->dst;
+    return offset < j->bytes ? offset : j->bytes;
+}
+
 static void copy_part(struct workers_job *j, unsigned index)
 {
-    size_t offset = (size_t)index * j->part;
-    size_t n = offset + j->part <= j->bytes ? j->part : j->bytes - offset;
-    copy_bytes(j, j->dst + offset, j->src + offset, n);
+    size_t from = part_offset(j, index), to = part_offset(j, index + 1);
+    copy_bytes(j, j->dst + from, j->src + from, to - from);
 }
 
 /* Claims and copies parts until none is left; returns how many this thread copied. */
@@ -174,14 +192,22 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
         parts = most;
     *j = (struct workers_job){.dst = dst, .src = src, .bytes = bytes,
                               .streaming = dst_kind == WORKERS_DST_RESIDENT &&
-                                           pinshim_policy.stage_stores == STAGE_STORES_STREAMING};
+                                           pinshim_policy.stage_stores == STAGE_STORES_STREAMING,
+                              .aligned = dst_kind == WORKERS_DST_MAY_FAULT && bytes / threads >= FAULT_BLOCK / 2};
     if (parts < 2 || threads < 2) {
         j->parts = 0; /* too small to share: the owner copies it alone in workers_finish */
         return;
     }
     j->part = (bytes + parts - 1) / parts;
-    j->part = (j->part + 63) & ~(size_t)63; /* cache-line aligned part boundaries */
+    if (j->aligned) /* whole blocks per part (part_offset moves each start to a block boundary) */
+        j->part = (j->part + FAULT_BLOCK - 1) & ~(FAULT_BLOCK - 1);
+    else
+        j->part = (j->part + 63) & ~(size_t)63; /* cache-line aligned part boundaries */
     j->parts = (unsigned)((bytes + j->part - 1) / j->part);
+    if (j->parts < 2) {
+        j->parts = 0;
+        return;
+    }
     pthread_cond_init(&j->finished, NULL);
 
     pthread_mutex_lock(&lock);

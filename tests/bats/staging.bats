@@ -64,6 +64,13 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [[ "$output" == "stream_copy: "*" cases identical" ]]
 }
 
+@test "workers: parallel copies equal memcpy for 1-16 threads, parts tile the copy, fault-prone ones at 2 MiB boundaries" {
+    run "$T/workers_check"
+    echo "$output"
+    [ "$status" = 0 ]
+    [[ "$output" == "workers: "*" cases identical" ]]
+}
+
 @test "stage_stores = normal and = streaming: staged bytes identical at every size boundary" {
     for stores in normal streaming; do
         staged sizes $SMALL_POLICY PINSHIM_STAGE_STORES=$stores

@@ -1,0 +1,107 @@
+/* workers_check.c: shim/stage/workers.c (compiled in here, with stream_copy.c) against memcpy.
+ * For 1, 2, 3 and 16 threads, both destination kinds, destinations at offsets around 2 MiB
+ * boundaries and sizes around the part thresholds: the bytes equal memcpy's, the bytes around the
+ * destination are untouched, and the parts cover [0, bytes) once, in order, each part of a job cut
+ * at 2 MiB boundaries (WORKERS_DST_MAY_FAULT, large enough) starting on such a boundary. Several
+ * jobs are kept started at once, finished oldest first, as stage.c does. Prints "workers: N cases
+ * identical" or the first problem and exits 1. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../../shim/stage/stream_copy.c"
+#include "../../shim/stage/workers.c"
+
+struct policy pinshim_policy;
+__thread int pinshim_depth;
+
+void pinshim_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+#define MiB ((size_t)1 << 20)
+#define GUARD 256
+
+/* The parts of a started job tile [0, bytes) in order; aligned ones start on 2 MiB boundaries. */
+static int check_parts(const struct workers_job *j)
+{
+    if (j->parts == 0)
+        return 0;
+    size_t prev = 0;
+    for (unsigned i = 0; i <= j->parts; i++) {
+        size_t at = part_offset(j, i);
+        if (at < prev || (i == j->parts && at != j->bytes)) {
+            printf("workers: part %u of %u starts at %zu after %zu (bytes %zu)\n", i, j->parts, at, prev, j->bytes);
+            return 1;
+        }
+        if (j->aligned && i > 0 && i < j->parts && ((uintptr_t)j->dst + at) % FAULT_BLOCK != 0) {
+            printf("workers: aligned part %u starts %zu bytes past a 2 MiB boundary\n", i,
+                   (size_t)(((uintptr_t)j->dst + at) % FAULT_BLOCK));
+            return 1;
+        }
+        prev = at;
+    }
+    return 0;
+}
+
+int main(void)
+{
+    const size_t span = 40 * MiB;
+    /* 2 MiB-aligned destination area, so that offsets below place dst relative to a boundary */
+    unsigned char *area = mmap(NULL, span + 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *src = malloc(span), *want = malloc(span + 2 * GUARD);
+    if (area == MAP_FAILED || !src || !want)
+        return 2;
+    unsigned char *base = (unsigned char *)(((uintptr_t)area + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+    for (size_t i = 0; i < span; i++)
+        src[i] = (unsigned char)(i * 151 + (i >> 11));
+    static const size_t sizes[] = {0, 1, 4095, 256 << 10, 1 * MiB, 2 * MiB - 1, 2 * MiB, 3 * MiB + 17,
+                                   16 * MiB, 16 * MiB + 4096, 33 * MiB + 5};
+    static const size_t offsets[] = {GUARD, GUARD + 1, 1 * MiB, 2 * MiB - 64, 2 * MiB};
+    static const unsigned thread_counts[] = {1, 2, 3, 16};
+    unsigned cases = 0;
+    for (size_t t = 0; t < sizeof thread_counts / sizeof *thread_counts; t++) {
+        /* workers.c resolves its thread count once: reset it per round (no job is queued here) */
+        pinshim_policy.stage_threads = thread_counts[t];
+        __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
+        for (int kind = WORKERS_DST_RESIDENT; kind <= WORKERS_DST_MAY_FAULT; kind++)
+            for (int streaming = 0; streaming < 2; streaming++) {
+                pinshim_policy.stage_stores = streaming ? STAGE_STORES_STREAMING : STAGE_STORES_NORMAL;
+                for (size_t o = 0; o < sizeof offsets / sizeof *offsets; o++)
+                    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++, cases++) {
+                        size_t n = sizes[k], off = offsets[o];
+                        if (off + n + GUARD > span + 2 * MiB)
+                            continue;
+                        unsigned char *dst = base + off;
+                        memset(dst - GUARD, 0xA5, n + 2 * GUARD);
+                        memset(want, 0xA5, n + 2 * GUARD);
+                        memcpy(want + GUARD, src, n);
+                        /* three jobs at once over thirds of the copy, finished oldest first */
+                        struct workers_job jobs[3];
+                        size_t third = n / 3, at[4] = {0, third, 2 * third, n};
+                        for (int q = 0; q < 3; q++) {
+                            workers_start(&jobs[q], dst + at[q], src + at[q], at[q + 1] - at[q], kind);
+                            if (check_parts(&jobs[q]))
+                                return 1;
+                        }
+                        for (int q = 0; q < 3; q++)
+                            workers_finish(&jobs[q]);
+                        if (memcmp(dst - GUARD, want, n + 2 * GUARD) != 0) {
+                            printf("workers: differs from memcpy: %u threads, kind %d, streaming %d, dst offset %zu, "
+                                   "%zu bytes\n", thread_counts[t], kind, streaming, off, n);
+                            return 1;
+                        }
+                    }
+            }
+    }
+    printf("workers: %u cases identical\n", cases);
+    return 0;
+}
