@@ -19,6 +19,7 @@
 enum thp_mode { THP_UNKNOWN, THP_MADVISE, THP_OTHER };
 static int mode;            /* enum thp_mode, read once */
 static bool program_decides;
+static struct hugepage_stats advised; /* atomics */
 
 /* "[madvise]" selected in /sys/kernel/mm/transparent_hugepage/enabled. */
 static enum thp_mode read_mode(void)
@@ -46,10 +47,10 @@ static bool allocation_of(uintptr_t p, uintptr_t *base, uintptr_t *end)
     return r != NULL;
 }
 
-void hugepage_advise_write(void *p, size_t n)
+bool hugepage_advise_write(void *p, size_t n)
 {
     if (!pinshim_policy.stage_hugepages || __atomic_load_n(&program_decides, __ATOMIC_RELAXED))
-        return;
+        return false;
     int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
     if (m == THP_UNKNOWN) {
         m = read_mode();
@@ -57,7 +58,7 @@ void hugepage_advise_write(void *p, size_t n)
     }
     uintptr_t base, end;
     if (m != THP_MADVISE || !allocation_of((uintptr_t)p, &base, &end))
-        return;
+        return false;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t lo = base & ~(page - 1), hi = (end + page - 1) & ~(page - 1);
     /* the 2 MiB blocks the kernel could back with huge pages: the copy must write all of the
@@ -65,8 +66,20 @@ void hugepage_advise_write(void *p, size_t n)
     uintptr_t blocks_lo = (lo + HUGEPAGE_BYTES - 1) & ~(HUGEPAGE_BYTES - 1), blocks_hi = hi & ~(HUGEPAGE_BYTES - 1);
     uintptr_t must_lo = blocks_lo > base ? blocks_lo : base, must_hi = blocks_hi < end ? blocks_hi : end;
     if (blocks_hi <= blocks_lo || (uintptr_t)p > must_lo || (uintptr_t)p + n < must_hi)
-        return;
+        return false;
     int e = errno;
-    syscall(SYS_madvise, (void *)lo, hi - lo, MADV_HUGEPAGE); /* refused (shared memory...): no matter */
+    long r = syscall(SYS_madvise, (void *)lo, hi - lo, MADV_HUGEPAGE); /* refused (shared memory...): no matter */
     errno = e;
+    if (r == 0) {
+        __atomic_fetch_add(&advised.copies, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&advised.bytes, hi - lo, __ATOMIC_RELAXED);
+    }
+    return r == 0;
+}
+
+void hugepage_get_stats(struct hugepage_stats *out)
+{
+    out->copies = __atomic_load_n(&advised.copies, __ATOMIC_RELAXED);
+    out->bytes = __atomic_load_n(&advised.bytes, __ATOMIC_RELAXED);
+    out->program_decides = __atomic_load_n(&program_decides, __ATOMIC_RELAXED);
 }

@@ -15,10 +15,20 @@
 #ifndef PINSHIM_HUGEPAGE_H
 #define PINSHIM_HUGEPAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-/* [p, p + n) is about to be written in full by a staged copy. */
-void hugepage_advise_write(void *p, size_t n);
+/* [p, p + n) is about to be written in full by a staged copy. True when huge pages were advised
+ * for it (its fresh pages may then come 2 MiB at a time). */
+bool hugepage_advise_write(void *p, size_t n);
+
+/* What was advised, for the summary (no lock: safe from the log's signal flush). */
+struct hugepage_stats {
+    uint64_t copies, bytes; /* staged copies whose allocation was advised; the bytes advised (counted per copy) */
+    bool program_decides;   /* the program gave huge-page advice of its own: the shim gave none since */
+};
+void hugepage_get_stats(struct hugepage_stats *out);
 
 /* The program called madvise(MADV_HUGEPAGE or MADV_NOHUGEPAGE): from now on it decides. */
 void hugepage_note_program_advice(void);

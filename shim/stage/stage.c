@@ -227,8 +227,8 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
  * a part of the next instead of waiting for the slowest part (into a fresh destination each part
  * runs at the speed of its page faults, which vary). The first chunk is acquired blocking, the
  * others only if free right now, so a stager holding chunks never blocks on the pool (no deadlock). */
-#define D2H_WINDOW 4
-#define D2H_COPYING 2
+#define D2H_WINDOW 6
+#define D2H_COPYING 4
 
 struct d2h_slot {
     struct pool_chunk *ch;
@@ -259,7 +259,8 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
     unsigned head = 0, count = 0, waited = 0; /* ring[head .. head+waited) have had their DMA waited for */
     size_t next_off = 0;
     CUresult status = CUDA_SUCCESS;
-    hugepage_advise_write(dst, bytes); /* fresh destinations: fewer first-touch faults */
+    /* fresh destinations: fewer first-touch faults, each a huge page one thread zeroes */
+    enum workers_dst dst_kind = hugepage_advise_write(dst, bytes) ? WORKERS_DST_MAY_FAULT_HUGE : WORKERS_DST_MAY_FAULT;
     while (next_off < bytes || count > 0) {
         /* enqueue as many DMAs as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < D2H_WINDOW) {
@@ -308,7 +309,7 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
             struct d2h_slot *s = &ring[(head + waited) % D2H_WINDOW];
             s->waited = pool_wait(s->ch);
             if (s->waited == CUDA_SUCCESS && status == CUDA_SUCCESS) {
-                workers_start(&s->job, (char *)dst + s->off, s->ch->ptr, s->n, WORKERS_DST_MAY_FAULT);
+                workers_start(&s->job, (char *)dst + s->off, s->ch->ptr, s->n, dst_kind);
                 s->copying = true;
             } else if (status == CUDA_SUCCESS) {
                 status = s->waited;

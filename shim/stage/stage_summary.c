@@ -1,13 +1,16 @@
 /* stage_summary.c: staging's section of the summary (see stage.h): what was staged (the stats'
- * transfer table), the pool's size and reuse, and why pageable copies were not staged. */
+ * transfer table), the pool's size and reuse, huge-page advice, and why pageable copies were not
+ * staged. */
 #include "stage.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 
+#include "hostmem/hugepage.h"
 #include "observe/stats.h"
 #include "observe/units.h"
+#include "policy.h"
 #include "pool.h"
 
 /* Appends to buf at *n like snprintf; *n at or past len means it did not fit. */
@@ -27,16 +30,19 @@ size_t stage_summary_json(char *buf, size_t len)
 {
     uint64_t n, bytes, c, b;
     struct pool_stats ps;
+    struct hugepage_stats hp;
     stats_staged(&n, &bytes);
     pool_get_stats(&ps);
+    hugepage_get_stats(&hp);
     size_t at = 0;
     append(buf, len, &at,
            ",\"staging\":{\"staged_copies\":%llu,\"staged_bytes\":%llu,\"pool_bytes\":%llu,"
            "\"pool_high_water_bytes\":%llu,\"chunk_acquires\":%llu,\"chunk_reuses\":%llu,\"wait_ns\":%llu,"
-           "\"unstaged\":[",
+           "\"hugepage_copies\":%llu,\"hugepage_bytes\":%llu,\"hugepage_program_decides\":%s,\"unstaged\":[",
            (unsigned long long)n, (unsigned long long)bytes, (unsigned long long)ps.pool_bytes,
            (unsigned long long)ps.high_water_bytes, (unsigned long long)ps.acquires,
-           (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns);
+           (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns, (unsigned long long)hp.copies,
+           (unsigned long long)hp.bytes, hp.program_decides ? "true" : "false");
     bool first = true;
     for (int r = 1; r < UNSTAGED_COUNT; r++) {
         stats_unstaged((enum unstaged_reason)r, &c, &b);
@@ -67,6 +73,13 @@ size_t stage_summary_text(char *buf, size_t len)
                pid, (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_bytes(ps.pool_bytes, b2, sizeof b2),
                units_bytes(ps.high_water_bytes, b3, sizeof b3), (unsigned long long)ps.chunk_reuses,
                units_ns(ps.wait_ns, b4, sizeof b4));
+    struct hugepage_stats hp;
+    hugepage_get_stats(&hp);
+    if (hp.copies)
+        append(buf, len, &at, "==%d== staging: huge pages advised for %llu copies' destinations (%s)\n", pid,
+               (unsigned long long)hp.copies, units_bytes(hp.bytes, b1, sizeof b1));
+    if (hp.program_decides && pinshim_policy.stage_hugepages)
+        append(buf, len, &at, "==%d== staging: no huge-page advice: the program gives its own (madvise)\n", pid);
     for (int r = 1; r < UNSTAGED_COUNT; r++) {
         stats_unstaged((enum unstaged_reason)r, &c, &b);
         if (c)

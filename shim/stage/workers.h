@@ -19,7 +19,7 @@ struct workers_job {
     size_t bytes, part;
     unsigned parts;
     bool streaming;   /* stores that bypass the cache (stream_copy.h) */
-    bool aligned;     /* parts start at 2 MiB boundaries of dst (workers.c, FAULT_BLOCK) */
+    bool aligned;     /* parts start at 2 MiB boundaries of dst (WORKERS_DST_MAY_FAULT_HUGE) */
     unsigned next;    /* next part to claim (atomic) */
     unsigned done;    /* parts finished (under the lock) */
     unsigned holders; /* threads other than the owner holding a pointer to this job (under the lock) */
@@ -30,10 +30,11 @@ struct workers_job {
 /* What the destination is, which decides the size of the parts: memory the copy may fault in
  * (the program's destination of a D2H, possibly fresh) is cut into at most one part per thread
  * (with four parts per thread, 8 staged D2H copies of 64 MiB into fresh tensors took 42-46 ms
- * against 34-36 ms in an earlier run on an H100), at 2 MiB boundaries of the destination once the
- * copy gives each thread at least 1 MiB (faults of threads sharing a 2 MiB page-table block or huge
- * page wait for each other); memory already resident (a pool chunk) into several parts per thread. */
-enum workers_dst { WORKERS_DST_RESIDENT, WORKERS_DST_MAY_FAULT };
+ * against 34-36 ms in an earlier run on an H100); where it may fault in huge pages (advised by
+ * hostmem/hugepage.h), at 2 MiB boundaries, once the copy gives each thread at least 1 MiB, so that
+ * no two threads wait on the zeroing of one huge page; memory already resident (a pool chunk) into
+ * several parts per thread. */
+enum workers_dst { WORKERS_DST_RESIDENT, WORKERS_DST_MAY_FAULT, WORKERS_DST_MAY_FAULT_HUGE };
 
 /* Values of the stage_stores key: how a copy into a pool chunk (WORKERS_DST_RESIDENT) is written. */
 enum { STAGE_STORES_NORMAL, STAGE_STORES_STREAMING };

@@ -218,8 +218,13 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     grep -qx 'huge: 0 kB' "$WORK/plain.err"
     kb=$(sed -n 's/^huge: \([0-9]*\) kB$/\1/p' "$WORK/shim.err")
     [ "$kb" -ge $((60 * 1024)) ]
+    [ "$(staging_field 'st["hugepage_copies"] > 0 and st["hugepage_bytes"] >= 64 << 20')" = True ]
+    env PINSHIM_STAGE_HUGEPAGES=on PINSHIM_PIN_ON_REUSE=on PINSHIM_POOL_GROW_INLINE=on LD_LIBRARY_PATH="$FAKE" \
+        LD_PRELOAD="$SHIM" "$T/staging" freshdst 2>"$WORK/text.err" >/dev/null
+    grep -q '== staging: huge pages advised for [1-9][0-9]* copies' "$WORK/text.err"
     staged freshdst PINSHIM_STAGE_HUGEPAGES=off PINSHIM_PIN_ON_REUSE=on
     grep -qx 'huge: 0 kB' "$WORK/shim.err"
+    [ "$(staging_field 'st["hugepage_copies"]')" = 0 ]
 }
 
 @test "stage_hugepages = on: a D2H that writes only part of an allocation gets no huge-page advice" {
@@ -227,4 +232,5 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     staged freshdst_part PINSHIM_STAGE_HUGEPAGES=on PINSHIM_PIN_ON_REUSE=on
     diff "$WORK/plain.out" "$WORK/shim.out"
     grep -qx 'huge: 0 kB' "$WORK/shim.err"
+    [ "$(staging_field 'st["hugepage_copies"]')" = 0 ]
 }

@@ -2,7 +2,7 @@
  * For 1, 2, 3 and 16 threads, both destination kinds, destinations at offsets around 2 MiB
  * boundaries and sizes around the part thresholds: the bytes equal memcpy's, the bytes around the
  * destination are untouched, and the parts cover [0, bytes) once, in order, each part of a job cut
- * at 2 MiB boundaries (WORKERS_DST_MAY_FAULT, large enough) starting on such a boundary. Several
+ * at 2 MiB boundaries (WORKERS_DST_MAY_FAULT_HUGE, large enough) starting on such a boundary. Several
  * jobs are kept started at once, finished oldest first, as stage.c does. Prints "workers: N cases
  * identical" or the first problem and exits 1. */
 #define _GNU_SOURCE
@@ -72,7 +72,7 @@ int main(void)
         /* workers.c resolves its thread count once: reset it per round (no job is queued here) */
         pinshim_policy.stage_threads = thread_counts[t];
         __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
-        for (int kind = WORKERS_DST_RESIDENT; kind <= WORKERS_DST_MAY_FAULT; kind++)
+        for (int kind = WORKERS_DST_RESIDENT; kind <= WORKERS_DST_MAY_FAULT_HUGE; kind++)
             for (int streaming = 0; streaming < 2; streaming++) {
                 pinshim_policy.stage_stores = streaming ? STAGE_STORES_STREAMING : STAGE_STORES_NORMAL;
                 for (size_t o = 0; o < sizeof offsets / sizeof *offsets; o++)
