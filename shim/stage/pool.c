@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/common.h"
@@ -37,6 +38,11 @@ static pthread_cond_t chunk_returned = PTHREAD_COND_INITIALIZER;
 static struct pool_chunk *free_head, *free_tail;
 static struct driver_fns fns;
 static bool resolved, broken, growing;
+/* Copies waiting for their first chunk, oldest first (nodes on their stack; under the lock). */
+struct waiter {
+    struct waiter *next;
+};
+static struct waiter *wait_head, *wait_tail;
 static uint64_t total_bytes, in_use_bytes, max_bytes; /* total_bytes also read without the lock */
 static CUcontext primary[POOL_MAX_DEVICES];             /* retained by the shim, never released */
 static unsigned generation[POOL_MAX_DEVICES];           /* bumped when a device's primary is reset */
@@ -375,62 +381,177 @@ static struct pool_chunk *oldest_on(CUstream stream, struct pool_chunk **prev_ou
     return NULL;
 }
 
-static struct pool_chunk *miss(enum pool_miss *why, enum pool_miss reason)
+/* The first idle free chunk (and its predecessor), or NULL; *another: a second idle one exists.
+ * Lock held. */
+static struct pool_chunk *first_idle(struct pool_chunk **prev_out, bool *another)
 {
-    pthread_mutex_unlock(&lock);
-    *why = reason;
-    return NULL;
+    struct pool_chunk *found = NULL, *prev = NULL;
+    *another = false;
+    for (struct pool_chunk *c = free_head; c; prev = c, c = c->next) {
+        if (!chunk_idle(c))
+            continue;
+        if (found) {
+            *another = true;
+            break;
+        }
+        found = c;
+        *prev_out = prev;
+    }
+    return found;
 }
 
-struct pool_chunk *pool_acquire(CUstream stream, bool wait, enum pool_miss *why)
+enum growth { GROWTH_NONE, GROWTH_RUNNING, GROWTH_DONE };
+
+/* Grows the pool if it may and is not growing already: in the background (GROWTH_RUNNING), or on
+ * this thread when pool_grow_inline is on or no thread can be started (GROWTH_DONE once the new
+ * chunks are in; the lock is dropped meanwhile). GROWTH_NONE: at the cap, or no device. Lock held. */
+static enum growth grow_if_possible(int *dev)
 {
-    *why = POOL_MISS_NONE;
+    if (growing)
+        return GROWTH_RUNNING;
+    if (total_bytes >= max_bytes)
+        return GROWTH_NONE;
+    if (*dev < 0)
+        *dev = current_device();
+    if (*dev < 0)
+        return GROWTH_NONE;
+    if (!pinshim_policy.pool_grow_inline && grow_in_background(*dev))
+        return GROWTH_RUNNING;
+    growing = true;
+    bool grew = grow(*dev, false);
+    grow_done();
+    return grew ? GROWTH_DONE : GROWTH_NONE;
+}
+
+/* Copies waiting for their first chunk look again this often: a chunk whose DMA ends becomes
+ * free without any signal. */
+#define POOL_POLL_NS 200000u
+
+/* Sleeps until a chunk comes back or the pool grows, or POOL_POLL_NS, or deadline_ns (as
+ * pinshim_now_ns), whichever is first. Lock held. False once the deadline has passed. */
+static bool wait_for_return(uint64_t deadline_ns)
+{
+    uint64_t now = pinshim_now_ns();
+    if (now >= deadline_ns)
+        return false;
+    uint64_t left = deadline_ns - now < POOL_POLL_NS ? deadline_ns - now : POOL_POLL_NS;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(left / 1000000000u);
+    until.tv_nsec += (long)(left % 1000000000u);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&chunk_returned, &lock, &until);
+    return true;
+}
+
+static void join_waiters(struct waiter *me)
+{
+    me->next = NULL;
+    if (wait_tail)
+        wait_tail->next = me;
+    else
+        wait_head = me;
+    wait_tail = me;
+}
+
+/* Leaves acquire(): out of the waiters' queue if in it (the next one is woken to look). Lock held;
+ * unlocked on return. */
+static struct pool_chunk *leave(struct waiter *me, bool waiting, struct pool_chunk *c, enum pool_miss *why,
+                                enum pool_miss reason)
+{
+    if (waiting) {
+        struct waiter **link = &wait_head, *prev = NULL;
+        while (*link != me) {
+            prev = *link;
+            link = &(*link)->next;
+        }
+        *link = me->next;
+        if (wait_tail == me)
+            wait_tail = prev;
+        if (wait_head)
+            pthread_cond_broadcast(&chunk_returned);
+    }
+    *why = c ? POOL_MISS_NONE : reason;
+    pthread_mutex_unlock(&lock);
+    return c;
+}
+
+/* pool_acquire (more = false) and pool_acquire_more (more = true). Copies that wait for a first
+ * chunk are served in order and before everyone else: a copy holding chunks takes no more, and a
+ * copy arriving later queues behind them, so a thread that stages without pause cannot keep the
+ * others out. */
+static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_ns, enum pool_miss *why)
+{
+    struct waiter me;
+    bool waiting = false; /* me is in the waiters' queue */
     pthread_mutex_lock(&lock);
     if (!resolve())
-        return miss(why, POOL_MISS_UNAVAILABLE);
+        return leave(&me, waiting, NULL, why, POOL_MISS_UNAVAILABLE);
     int dev = -1;
+    uint64_t deadline = 0;
     for (;;) {
         if (broken)
-            return miss(why, POOL_MISS_UNAVAILABLE);
+            return leave(&me, waiting, NULL, why, POOL_MISS_UNAVAILABLE);
+        if (more && wait_head)
+            return leave(&me, waiting, NULL, why, POOL_MISS_BUSY); /* another copy waits for its first chunk */
         struct pool_chunk *prev = NULL;
-        for (struct pool_chunk *c = free_head; c; prev = c, c = c->next)
-            if (chunk_idle(c)) {
-                c = take(c, prev);
-                pthread_mutex_unlock(&lock);
-                return c;
-            }
-        if (!growing && total_bytes < max_bytes) {
-            if (dev < 0)
-                dev = current_device();
-            if (dev < 0)
-                return miss(why, POOL_MISS_UNAVAILABLE);
-            if (pinshim_policy.pool_grow_inline || !grow_in_background(dev)) {
-                growing = true;
-                bool grew = grow(dev, false);
-                grow_done();
-                if (grew)
-                    continue;
-            }
-        }
+        bool another;
+        struct pool_chunk *c = first_idle(&prev, &another);
+        bool behind = !more && wait_head && wait_head != &me; /* others were waiting first */
+        if (c && !behind && (!more || another))
+            return leave(&me, waiting, take(c, prev), why, POOL_MISS_NONE);
+        /* nothing to take: grow (in the background unless pool_grow_inline) while we may */
+        if (grow_if_possible(&dev) == GROWTH_DONE)
+            continue;
         if (growing && pinshim_policy.pool_grow_inline) {
             pthread_cond_wait(&chunk_returned, &lock); /* another thread is allocating for us all */
             continue;
         }
+        if (more)
+            return leave(&me, waiting, NULL, why, POOL_MISS_BUSY); /* the last free chunk stays for another copy */
         if (total_bytes == 0)
-            return miss(why, growing ? POOL_MISS_WARMING : POOL_MISS_UNAVAILABLE);
-        if (!wait)
-            return miss(why, POOL_MISS_BUSY);
-        struct pool_chunk *oldest = oldest_on(stream, &prev);
-        if (!oldest)
-            return miss(why, POOL_MISS_BUSY); /* waiting on another stream's work could deadlock */
-        pop_free(oldest, prev);
-        pthread_mutex_unlock(&lock);
-        CUresult r = pool_wait(oldest);
-        pthread_mutex_lock(&lock);
-        push_free(oldest);
-        if (r != CUDA_SUCCESS)
-            return miss(why, POOL_MISS_BUSY); /* a sticky error: let the driver report it */
+            return leave(&me, waiting, NULL, why, growing ? POOL_MISS_WARMING : POOL_MISS_UNAVAILABLE);
+        if (patience_ns == 0)
+            return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
+        /* our own stream's last DMA: the driver would wait for it as well (not while others wait:
+         * the copies behind us must not wait for our stream) */
+        struct pool_chunk *oldest = wait_head ? NULL : oldest_on(stream, &prev);
+        if (oldest) {
+            pop_free(oldest, prev);
+            pthread_mutex_unlock(&lock);
+            CUresult r = pool_wait(oldest);
+            pthread_mutex_lock(&lock);
+            push_free(oldest);
+            if (r != CUDA_SUCCESS)
+                return leave(&me, waiting, NULL, why, POOL_MISS_BUSY); /* a sticky error: let the driver report it */
+            continue;
+        }
+        /* Chunks other copies hold come back within a chunk's time (they take no more while we
+         * wait), and chunks behind DMAs on other streams are free once those end; but waiting on
+         * other streams' work could deadlock (a stream held until this thread acts), so the wait is
+         * bounded: then the copy passes through. */
+        if (!deadline)
+            deadline = pinshim_now_ns() + patience_ns;
+        if (!waiting) {
+            join_waiters(&me);
+            waiting = true;
+        }
+        if (!wait_for_return(deadline))
+            return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
     }
+}
+
+struct pool_chunk *pool_acquire(CUstream stream, uint64_t patience_ns, enum pool_miss *why)
+{
+    return acquire(stream, false, patience_ns, why);
+}
+
+struct pool_chunk *pool_acquire_more(CUstream stream, enum pool_miss *why)
+{
+    return acquire(stream, true, 0, why);
 }
 
 static void give_back(struct pool_chunk *c)
@@ -513,6 +634,7 @@ void pool_forget(void)
     free_head = free_tail = NULL;
     total_bytes = in_use_bytes = 0;
     growing = false;
+    wait_head = wait_tail = NULL;
     broken = true; /* the child never stages: no CUDA calls in a forked child */
     resolved = true;
 }

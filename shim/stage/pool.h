@@ -7,9 +7,10 @@
  * only once that event has completed. Total pinned memory is capped by pool_max_bytes.
  * Slabs are allocated by a background thread (pool_grow_inline = off): until the first exists,
  * pool_acquire() returns NULL and the copy passes through.
- * Contract: thread-safe. pool_acquire() blocks only on a chunk whose last DMA was on the caller's
- * own stream (the driver may synchronize with that stream; never with another: that could
- * deadlock); otherwise it returns NULL and the caller lets the driver copy. The shim's driver calls
+ * Contract: thread-safe. pool_acquire() blocks on a chunk whose last DMA was on the caller's own
+ * stream (the driver may synchronize with that stream), and for a bounded time on chunks other
+ * copies give back (never unboundedly on another stream's work: that could deadlock); otherwise it
+ * returns NULL and the caller lets the driver copy. The shim's driver calls
  * here run with the reentrancy depth raised and in relaxed stream-capture mode, so they never
  * disturb another thread's capture. If pinned memory cannot be had at all the pool turns itself
  * off with one warning. pool_get_stats() takes no lock (safe from the log's signal flush). */
@@ -37,8 +38,17 @@ struct pool_chunk {
 /* Why pool_acquire() returned NULL. */
 enum pool_miss { POOL_MISS_NONE, POOL_MISS_UNAVAILABLE, POOL_MISS_WARMING, POOL_MISS_BUSY };
 
-/* A free chunk for a copy on `stream`, or NULL with *why set. wait=false: only a chunk free now. */
-struct pool_chunk *pool_acquire(CUstream stream, bool wait, enum pool_miss *why);
+/* The first chunk of a copy on `stream`, or NULL with *why set. A chunk free now; else, with
+ * patience_ns > 0, the chunk whose last DMA was on this stream once that DMA is done, or one that
+ * another copy gives back within patience_ns (chunks of other streams are never waited for longer:
+ * that could deadlock). patience_ns = 0: only a chunk free now. */
+struct pool_chunk *pool_acquire(CUstream stream, uint64_t patience_ns, enum pool_miss *why);
+
+/* One more chunk for a copy that holds some (a pipeline's next piece): only a chunk free now, and
+ * only while another stays free and no copy waits for its first, so that concurrent copies (other
+ * threads, other devices) share the pool instead of passing through. Starts growing the pool when
+ * it may. */
+struct pool_chunk *pool_acquire_more(CUstream stream, enum pool_miss *why);
 
 /* Returns a chunk whose DMA was enqueued on `stream`: records its event there. */
 void pool_release_after(struct pool_chunk *c, CUstream stream);

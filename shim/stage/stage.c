@@ -90,6 +90,16 @@ static enum unstaged_reason miss_reason(enum pool_miss why)
     }
 }
 
+/* How long a copy waits for chunks other copies hold before it passes through: the time the
+ * driver's pageable path would take for it at 8 GB/s (what it reached for large H2D copies on an
+ * H200: ../shared/FACTS.md), at least 2 ms, at most 20 ms. A waiting copy makes the others take no
+ * more chunks, so one comes back within a chunk's time. */
+static uint64_t patience_ns(size_t bytes)
+{
+    uint64_t ns = bytes / 8; /* 8 bytes per ns */
+    return ns < 2000000 ? 2000000 : ns > 20000000 ? 20000000 : ns;
+}
+
 /* "For transfers from pageable host memory to device memory, a stream sync is performed before
  * the copy is initiated" (CUDA's API synchronization behavior): a sync H2D keeps that. */
 static CUresult presync(CUstream stream)
@@ -108,8 +118,9 @@ static CUresult presync(CUstream stream)
  * and a piece's DMA starts as soon as its own memcpy is done, so a slow part of one piece (a thread
  * preempted by the program's busy threads) does not stall the copying of the next. A copy that fits
  * in one pool chunk is cut into pieces inside that chunk, released after the last DMA; a larger one
- * takes a chunk per piece. The first chunk is acquired blocking, the others only if free right now
- * (a stager holding chunks never blocks on the pool: no deadlock). */
+ * takes a chunk per piece. The first chunk may be waited for, the others are taken only if free
+ * right now and not wanted by another copy (a stager holding chunks never blocks on the pool: no
+ * deadlock; concurrent copies share it). */
 #define H2D_WINDOW 4
 
 /* A copy is cut into at least H2D_WINDOW pieces where each is still this large: a copy of one
@@ -159,7 +170,7 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
             struct pool_chunk *ch = shared;
             if (!ch) {
                 enum pool_miss why;
-                ch = pool_acquire(stream, count == 0, &why);
+                ch = count == 0 ? pool_acquire(stream, patience_ns(bytes), &why) : pool_acquire_more(stream, &why);
                 if (!ch) {
                     if (next_off == 0) {
                         c->unstaged = miss_reason(why);
@@ -225,8 +236,9 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
 /* D2H: up to D2H_WINDOW chunks in flight. Chunk i+1's DMA runs while chunk i is copied out, and
  * up to D2H_COPYING copy-outs are queued at once, so a worker that ends its part of one chunk takes
  * a part of the next instead of waiting for the slowest part (into a fresh destination each part
- * runs at the speed of its page faults, which vary). The first chunk is acquired blocking, the
- * others only if free right now, so a stager holding chunks never blocks on the pool (no deadlock). */
+ * runs at the speed of its page faults, which vary). The first chunk may be waited for, the others
+ * are taken only if free right now and not wanted by another copy, so a stager holding chunks never
+ * blocks on the pool (no deadlock) and concurrent copies share it. */
 #define D2H_WINDOW 6
 #define D2H_COPYING 4
 
@@ -265,7 +277,8 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
         /* enqueue as many DMAs as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < D2H_WINDOW) {
             enum pool_miss why;
-            struct pool_chunk *ch = pool_acquire(stream, count == 0, &why);
+            struct pool_chunk *ch = count == 0 ? pool_acquire(stream, patience_ns(bytes), &why)
+                                               : pool_acquire_more(stream, &why);
             if (!ch) {
                 if (next_off == 0)
                     c->unstaged = miss_reason(why);

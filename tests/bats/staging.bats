@@ -113,6 +113,18 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [ "$(staging_field 'st["staged_copies"]')" -gt 0 ]
 }
 
+@test "two copies share a small pool: D2H copies get chunks while another thread stages without pause" {
+    staged share PINSHIM_STAGE_MIN_BYTES=1M PINSHIM_STAGE_CHUNK_BYTES=1M PINSHIM_POOL_MAX_BYTES=4M PINSHIM_POOL_SLAB_BYTES=4M
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    # before copies queued for their first chunk, the stager kept every chunk: 0-2 of the 10 were staged
+    d2h=$(python3 -c '
+import json, sys
+s = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
+print(sum(r["count"] for r in s["transfers"] if r["dir"] == "d2h" and r["action"] == "staged"))' "$WORK/s.json")
+    echo "staged D2H copies: $d2h"
+    [ "$d2h" -ge 8 ]
+}
+
 @test "a full pool never makes a copy wait for another stream's work" {
     staged crossstream PINSHIM_STAGE_MIN_BYTES=1M PINSHIM_STAGE_CHUNK_BYTES=1M PINSHIM_POOL_MAX_BYTES=1M PINSHIM_POOL_SLAB_BYTES=1M
     diff "$WORK/plain.out" "$WORK/shim.out"

@@ -175,6 +175,58 @@ static int scenario_threads(void)
     return 0;
 }
 
+/* Two copies sharing the pool: a thread keeps staging 16 MiB H2D copies on its stream (wanting
+ * every chunk of a small pool) while the main thread makes 10 D2H copies of 64 MiB on another. The
+ * D2H copies must get chunks too (the test reads how many were staged from the summary). */
+static volatile int share_started, share_stop;
+
+static void *share_h2d(void *arg)
+{
+    (void)arg;
+    const size_t n = 16u << 20;
+    CHECK(d.ctx_set(ctx));
+    CUstream s;
+    CHECK(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
+    unsigned char *src = malloc(n);
+    CUdeviceptr dev;
+    CHECK(d.mem_alloc(&dev, n));
+    test_fill(src, n, 71);
+    while (!share_stop) {
+        CHECK(d.htod_async(dev, src, n, s));
+        CHECK(d.stream_sync(s));
+        share_started = 1;
+    }
+    CHECK(d.mem_free(dev));
+    free(src);
+    return NULL;
+}
+
+static int scenario_share(void)
+{
+    const size_t n = 64u << 20;
+    pthread_t t;
+    pthread_create(&t, NULL, share_h2d, NULL);
+    while (!share_started)
+        usleep(100);
+    CUstream s;
+    CHECK(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
+    unsigned char *src = malloc(n), *dst = malloc(n);
+    CUdeviceptr dev;
+    CHECK(d.mem_alloc(&dev, n));
+    test_fill(src, n, 72);
+    CHECK(d.htod(dev, src, n));
+    for (int i = 0; i < 10; i++) {
+        memset(dst, 0xEE, n);
+        CHECK(d.dtoh_async(dst, dev, n, s));
+        CHECK(d.stream_sync(s));
+        expect_same("D2H while another thread stages", n, src, dst);
+    }
+    share_stop = 1;
+    pthread_join(t, NULL);
+    printf("share: 10 D2H copies identical while another stream staged H2D\n");
+    return 0;
+}
+
 static volatile int stop_background;
 
 static void *background(void *arg)
@@ -421,6 +473,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "freshdst")) return scenario_freshdst();
     if (!strcmp(argv[1], "freshdst_part")) return scenario_freshdst_part();
     if (!strcmp(argv[1], "prewarm")) return scenario_prewarm();
+    if (!strcmp(argv[1], "share")) return scenario_share();
     fprintf(stderr, "unknown scenario %s\n", argv[1]);
     return 2;
 }
