@@ -46,8 +46,10 @@ unsigned workers_parallelism(void)
     if (want == 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         want = cores < 1 ? 1 : (uint64_t)cores;
-        if (want > 16) /* measured on 16 cores: 16 threads beat 4 and 8 (tests/bench/run_staging.sh) */
-            want = 16;
+        /* measured: 16 threads beat 4 and 8 on 16 cores (tests/bench/run_staging.sh); on 32 cores
+         * (an H200 host) 32 threads took D2H copies into fresh memory from 32-39 ms to 24-26 */
+        if (want > 32)
+            want = 32;
     }
     if (want > WORKERS_MAX)
         want = WORKERS_MAX;
