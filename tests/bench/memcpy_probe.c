@@ -4,7 +4,8 @@
  * each thread taking one contiguous share of every chunk; optionally while another thread keeps the
  * DMA engine reading a second pinned buffer (the pipeline's other half). Prints GB/s, median of 5.
  * Build on the GPU machine: gcc -O2 -mavx2 -pthread -I$CUDA_HOME/include memcpy_probe.c -ldl
- * Usage: ./memcpy_probe [dma]      Never asserts a timing. */
+ * Usage: ./memcpy_probe [dma] [MiB]   (MiB: the source's size, default 256; make it several times the
+ * host's last-level cache for the rates of a source in DRAM)      Never asserts a timing. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -17,7 +18,7 @@
 #include <time.h>
 
 #define MiB ((size_t)1 << 20)
-#define TOTAL (256 * MiB)
+static size_t source_bytes = 256 * MiB; /* the source; a multiple of CHUNK */
 #define CHUNK (16 * MiB)
 #define RING 4
 
@@ -87,7 +88,7 @@ static void *copier(void *arg)
     size_t share = (CHUNK / nthreads + 63) & ~(size_t)63;
     size_t off = t * share, n = off >= CHUNK ? 0 : (off + share > CHUNK ? CHUNK - off : share);
     pthread_barrier_wait(&start_bar);
-    for (size_t k = 0; k < TOTAL / CHUNK; k++)
+    for (size_t k = 0; k < source_bytes / CHUNK; k++)
         if (n)
             method(ring + (k % RING) * CHUNK + off, src + k * CHUNK + off, n);
     pthread_barrier_wait(&end_bar);
@@ -122,6 +123,8 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     int with_dma = argc > 1 && strcmp(argv[1], "dma") == 0;
+    if (argc > 2 && atol(argv[2]) >= 16)
+        source_bytes = (size_t)atol(argv[2]) / 16 * 16 * MiB;
     void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
     if (!cuda) {
         fprintf(stderr, "memcpy_probe: libcuda.so.1 not found\n");
@@ -140,8 +143,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "memcpy_probe: CUDA setup failed\n");
         return 2;
     }
-    src = malloc(TOTAL);
-    memset(src, 1, TOTAL);
+    src = malloc(source_bytes);
+    memset(src, 1, source_bytes);
     memset(ring, 2, RING * CHUNK);
     pthread_t dma_thread;
     if (with_dma)
@@ -168,7 +171,7 @@ int main(int argc, char **argv)
                 pthread_barrier_wait(&start_bar);
                 double t0 = now();
                 pthread_barrier_wait(&end_bar);
-                rate[rep] = TOTAL / (now() - t0) / 1e9;
+                rate[rep] = source_bytes / (now() - t0) / 1e9;
                 for (unsigned t = 0; t < nthreads; t++)
                     pthread_join(th[t], NULL);
                 pthread_barrier_destroy(&start_bar);
