@@ -214,7 +214,10 @@ static int scenario_share(void)
     CUdeviceptr dev;
     CHECK(d.mem_alloc(&dev, n));
     test_fill(src, n, 72);
-    CHECK(d.htod(dev, src, n));
+    /* on stream s: a sync pageable H2D may return before its DMA ends, and s does not wait for the
+     * legacy stream (the fake models both) */
+    CHECK(d.htod_async(dev, src, n, s));
+    CHECK(d.stream_sync(s));
     for (int i = 0; i < 10; i++) {
         memset(dst, 0xEE, n);
         CHECK(d.dtoh_async(dst, dev, n, s));
