@@ -65,6 +65,9 @@ for r in runs:
     assert r["notes"]["side"] == r["side"], r
     assert r["status"] == "ok" and r["rc"] == 0, r
     assert (r["shim_summary"] is None) == (r["side"] == "noshim"), r
+# pair 1 runs the sides in their listed order, pair 2 in reverse (no side always first)
+order = {p: [r["side"] for r in runs if r["pair"] == p and r["workload"] == "fake_same"] for p in (1, 2)}
+assert order == {1: ["noshim", "shim", "guard"], 2: ["guard", "shim", "noshim"]}, order
 summary = json.load(open(sys.argv[1] + "/summary.json"))
 assert [w["workload"] for w in summary["workloads"]] == ["fake_faster", "fake_same"], summary["workloads"]
 PY
