@@ -64,4 +64,6 @@ PY
     [[ "$output" == *"every run's bytes came back identical"* ]]
     grep -Eq '^h2d +[0-9.]+ +[0-9.]+ +[0-9.]+ .* dev0 [0-9.]+ dev1 [0-9.]+$' <<<"$output"
     grep -Eq '^d2h +[0-9.]+ +[0-9.]+ +[0-9.]+ .* dev0 [0-9.]+ dev1 [0-9.]+$' <<<"$output"
+    # each shim run says what became of each device's copies, from the shim's summary
+    grep -Eq '^shim run 1: dev0 d2h .*staged [0-9]+.*; dev1 h2d .*; not staged: ' <<<"$output"
 }

@@ -3,7 +3,9 @@
 # side, alternating PAIRS times: pageable without the shim (the driver's pageable path), pageable
 # with the shim (staging; registration off, so that every round is a fresh buffer's copy), and pinned
 # without the shim (the ceiling). Prints the median aggregate GB/s per direction, each device's own
-# GB/s with the shim (the pool's fairness between devices), and the ratios. Never asserts a number.
+# GB/s with the shim (the pool's fairness between devices), the ratios, and per shim run what became
+# of each device's copies (staged or passed through, and why, from the shim's summary). Never
+# asserts a number.
 # Environment: BYTES (per device and copy, default 256 MiB), ROUNDS (default 5), PAIRS (default 3),
 # MULTIDEV_DEVICES (at most this many devices), LIBCUDA_DIR (where libcuda is; default: found with
 # ldconfig), CUDA_HOME. On the fake: LIBCUDA_DIR=build/fakecuda FAKECUDA_DEVICES=2.
@@ -19,8 +21,8 @@ gcc -std=gnu11 -O2 -pthread -I"$CUDA_HOME/include" -I"$ROOT/tests/progs" "$ROOT/
     -o "$WORK/bench" -L"$libdir" -lcuda -Wl,-rpath,"$libdir"
 for ((i = 1; i <= PAIRS; i++)); do # alternate, so drift hits every side alike
     "$WORK/bench" "$BYTES" "$ROUNDS" pageable >"$WORK/driver.$i.txt"
-    env PINSHIM_PIN_ON_REUSE=off PINSHIM_SUMMARY=none LD_PRELOAD="$ROOT/build/libpinshim.so" \
-        "$WORK/bench" "$BYTES" "$ROUNDS" pageable >"$WORK/shim.$i.txt"
+    env PINSHIM_PIN_ON_REUSE=off PINSHIM_SUMMARY=json LD_PRELOAD="$ROOT/build/libpinshim.so" \
+        "$WORK/bench" "$BYTES" "$ROUNDS" pageable >"$WORK/shim.$i.txt" 2>"$WORK/shim.$i.err"
     "$WORK/bench" "$BYTES" "$ROUNDS" pinned >"$WORK/pinned.$i.txt"
 done
 head -1 "$WORK/driver.1.txt"
@@ -42,4 +44,22 @@ for d in ("h2d", "d2h"):
     a, b, c = driver[d]["aggregate"], shim[d]["aggregate"], pinned[d]["aggregate"]
     per = " ".join(f"{k} {v:.2f}" for k, v in shim[d].items() if k != "aggregate")
     print(f"{d:4} {a:8.2f} {b:8.2f} {c:8.2f} {b / a:12.2f} {b / c:12.2f}  {per}")
+# what the shim did with each device's copies, run by run (its JSON summary): a device whose copies
+# passed through shows why here
+import json
+for i in range(1, pairs + 1):
+    lines = [l for l in open(f"{work}/shim.{i}.err") if l.startswith("{")]
+    if not lines:
+        print(f"shim run {i}: no summary")
+        continue
+    s = json.loads(lines[-1])
+    done = {}
+    for r in s["transfers"]:
+        if r["host_kind"] == "pageable" and r["dir"] in ("h2d", "d2h"):
+            key = f"dev{r['device']} {r['dir']}"
+            done.setdefault(key, {}).setdefault(r["action"], 0)
+            done[key][r["action"]] += r["count"]
+    why = ", ".join(f"{u['reason']} {u['count']}" for u in s["staging"]["unstaged"]) or "none"
+    print(f"shim run {i}: " + "; ".join(f"{k} " + " ".join(f"{a} {n}" for a, n in sorted(v.items()))
+                                      for k, v in sorted(done.items())) + f"; not staged: {why}")
 PY
