@@ -503,6 +503,8 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
         bool behind = !more && wait_head && wait_head != &me; /* others were waiting first */
         if (c && !behind && (!more || another))
             return leave(&me, waiting, take(c, prev), why, POOL_MISS_NONE);
+        if (c && more)
+            return leave(&me, waiting, NULL, why, POOL_MISS_BUSY); /* the last free chunk stays for another copy */
         /* nothing to take: grow (in the background unless pool_grow_inline) while we may */
         if (grow_if_possible(&dev) == GROWTH_DONE)
             continue;
@@ -511,7 +513,7 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
             continue;
         }
         if (more)
-            return leave(&me, waiting, NULL, why, POOL_MISS_BUSY); /* the last free chunk stays for another copy */
+            return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
         if (total_bytes == 0)
             return leave(&me, waiting, NULL, why, growing ? POOL_MISS_WARMING : POOL_MISS_UNAVAILABLE);
         if (patience_ns == 0)
