@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/queue.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,9 +41,9 @@ static struct driver_fns fns;
 static bool resolved, broken, growing;
 /* Copies waiting for their first chunk, oldest first (nodes on their stack; under the lock). */
 struct waiter {
-    struct waiter *next;
+    STAILQ_ENTRY(waiter) link;
 };
-static struct waiter *wait_head, *wait_tail;
+static STAILQ_HEAD(waiter_queue, waiter) waiters = STAILQ_HEAD_INITIALIZER(waiters);
 static uint64_t total_bytes, in_use_bytes, max_bytes; /* total_bytes also read without the lock */
 static CUcontext primary[POOL_MAX_DEVICES];             /* retained by the shim, never released */
 static unsigned generation[POOL_MAX_DEVICES];           /* bumped when a device's primary is reset */
@@ -447,31 +448,14 @@ static bool wait_for_return(uint64_t deadline_ns)
     return true;
 }
 
-static void join_waiters(struct waiter *me)
-{
-    me->next = NULL;
-    if (wait_tail)
-        wait_tail->next = me;
-    else
-        wait_head = me;
-    wait_tail = me;
-}
-
 /* Leaves acquire(): out of the waiters' queue if in it (the next one is woken to look). Lock held;
  * unlocked on return. */
 static struct pool_chunk *leave(struct waiter *me, bool waiting, struct pool_chunk *c, enum pool_miss *why,
                                 enum pool_miss reason)
 {
     if (waiting) {
-        struct waiter **link = &wait_head, *prev = NULL;
-        while (*link != me) {
-            prev = *link;
-            link = &(*link)->next;
-        }
-        *link = me->next;
-        if (wait_tail == me)
-            wait_tail = prev;
-        if (wait_head)
+        STAILQ_REMOVE(&waiters, me, waiter, link);
+        if (!STAILQ_EMPTY(&waiters))
             pthread_cond_broadcast(&chunk_returned);
     }
     *why = c ? POOL_MISS_NONE : reason;
@@ -495,12 +479,13 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
     for (;;) {
         if (broken)
             return leave(&me, waiting, NULL, why, POOL_MISS_UNAVAILABLE);
-        if (more && wait_head)
+        struct waiter *first_waiter = STAILQ_FIRST(&waiters);
+        if (more && first_waiter)
             return leave(&me, waiting, NULL, why, POOL_MISS_BUSY); /* another copy waits for its first chunk */
         struct pool_chunk *prev = NULL;
         bool another;
         struct pool_chunk *c = first_idle(&prev, &another);
-        bool behind = !more && wait_head && wait_head != &me; /* others were waiting first */
+        bool behind = !more && first_waiter && first_waiter != &me; /* others were waiting first */
         if (c && !behind && (!more || another))
             return leave(&me, waiting, take(c, prev), why, POOL_MISS_NONE);
         if (c && more)
@@ -520,7 +505,7 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
             return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
         /* our own stream's last DMA: the driver would wait for it as well (not while others wait:
          * the copies behind us must not wait for our stream) */
-        struct pool_chunk *oldest = wait_head ? NULL : oldest_on(stream, &prev);
+        struct pool_chunk *oldest = first_waiter ? NULL : oldest_on(stream, &prev);
         if (oldest) {
             pop_free(oldest, prev);
             pthread_mutex_unlock(&lock);
@@ -538,7 +523,7 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
         if (!deadline)
             deadline = pinshim_now_ns() + patience_ns;
         if (!waiting) {
-            join_waiters(&me);
+            STAILQ_INSERT_TAIL(&waiters, &me, link);
             waiting = true;
         }
         if (!wait_for_return(deadline))
@@ -636,7 +621,7 @@ void pool_forget(void)
     free_head = free_tail = NULL;
     total_bytes = in_use_bytes = 0;
     growing = false;
-    wait_head = wait_tail = NULL;
+    STAILQ_INIT(&waiters);
     broken = true; /* the child never stages: no CUDA calls in a forked child */
     resolved = true;
 }

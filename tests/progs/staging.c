@@ -175,6 +175,17 @@ static int scenario_threads(void)
     return 0;
 }
 
+/* A non-blocking stream, host buffers src (filled from seed) and dst, and device memory, n bytes each. */
+static void stream_and_buffers(size_t n, uint32_t seed, CUstream *s, unsigned char **src, unsigned char **dst,
+                               CUdeviceptr *dev)
+{
+    CHECK(d.stream_create(s, CU_STREAM_NON_BLOCKING));
+    *src = malloc(n);
+    *dst = malloc(n);
+    CHECK(d.mem_alloc(dev, n));
+    test_fill(*src, n, seed);
+}
+
 /* Two copies sharing the pool: a thread keeps staging 16 MiB H2D copies on its stream (wanting
  * every chunk of a small pool) while the main thread makes 10 D2H copies of 64 MiB on another. The
  * D2H copies must get chunks too (the test reads how many were staged from the summary). */
@@ -209,11 +220,9 @@ static int scenario_share(void)
     while (!share_started)
         usleep(100);
     CUstream s;
-    CHECK(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
-    unsigned char *src = malloc(n), *dst = malloc(n);
+    unsigned char *src, *dst;
     CUdeviceptr dev;
-    CHECK(d.mem_alloc(&dev, n));
-    test_fill(src, n, 72);
+    stream_and_buffers(n, 72, &s, &src, &dst, &dev);
     /* on stream s: a sync pageable H2D may return before its DMA ends, and s does not wait for the
      * legacy stream (the fake models both) */
     CHECK(d.htod_async(dev, src, n, s));
@@ -276,11 +285,9 @@ static int scenario_capture(void)
 {
     const size_t n = 4u << 20;
     CUstream s;
-    CHECK(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
-    unsigned char *src = malloc(n), *dst = malloc(n);
+    unsigned char *src, *dst;
     CUdeviceptr a;
-    CHECK(d.mem_alloc(&a, n));
-    test_fill(src, n, 31);
+    stream_and_buffers(n, 31, &s, &src, &dst, &a);
     CUgraph g;
     CUgraphExec exec;
     CHECK(d.begin_capture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
