@@ -32,7 +32,7 @@
     X(SIZE, stage_d2h_min_bytes, "64K", "",                                                    \
       "stage pageable D2H copies of at least this many bytes (the driver's pageable D2H path is slow from 64K up)") \
     X(BOOL, stage_hugepages, "on", "",                                                         \
-      "before a staged D2H fills a tracked allocation (pin_on_reuse tracks them) in full, ask for transparent huge pages on its whole page range (only in the system's THP madvise mode, and never once the program gives huge-page advice of its own): 512 times fewer first-touch faults; 8 x 64 MiB into fresh PyTorch tensors took 18.2-18.5 ms against 19.9-20.6 without it on an H200") \
+      "before a staged D2H fills a tracked allocation (pin_on_reuse tracks them) in full, ask for transparent huge pages on its whole page range (only in the system's THP madvise mode, and never once the program gives huge-page advice of its own): 512 times fewer first-touch faults; 8 D2H copies of 64 MiB into fresh PyTorch tensors took 20.8-21.2 ms against 21.6-22.0 without it on an H200 host (18.2-18.5 against 19.9-20.6 with 8M chunks)") \
     X(SIZE, stage_chunk_bytes, "16M", "",                                                      \
       "size of one pinned chunk: the unit of the memcpy/DMA pipeline (on an H200 host with 32 threads, 8M made 8 D2H copies of 64 MiB into fresh tensors 7% faster but a fresh 64 MiB H2D take 4.8-5.3 ms against 2.5-3.9)") \
     X(ENUM, stage_stores, "streaming", "normal|streaming",                                       \

@@ -8,7 +8,7 @@
  * and 25), and a program that touches part of a large allocation gets no more resident memory than
  * before (huge pages only back blocks the copy writes in full anyway). Nothing is advised when the
  * system's THP setting is not "madvise" (with "always" it is already done, with "never" it is
- * refused), when stage_hugepages is off (the default), or once the program has given any huge-page
+ * refused), when stage_hugepages is off (it is on by default), or once the program has given any huge-page
  * advice of its own.
  * Contract: thread-safe; takes the allocation table's lock; the madvise is a raw system call (the
  * shim's own hooks never see it). */
