@@ -72,6 +72,8 @@ $(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST
 
 # stream_copy_check compiles shim/stage/stream_copy.c in (a unit test of that one file).
 $(BUILD)/tests/stream_copy_check: shim/stage/stream_copy.c shim/stage/stream_copy.h
+# openmp_stage runs an OpenMP parallel region (libgomp loaded) before its copies.
+$(BUILD)/tests/openmp_stage: PROG_CFLAGS += -fopenmp
 # workers_check likewise compiles shim/stage/workers.c and stream_copy.c in.
 $(BUILD)/tests/workers_check: shim/stage/workers.c shim/stage/workers.h shim/stage/stream_copy.c
 $(BUILD)/tests/workers_check: PROG_CFLAGS += -Ishim -Ipolicy

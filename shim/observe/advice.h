@@ -28,6 +28,11 @@ void advice_add_copy(const struct copy *c, uint64_t host_ns);
 /* A device-timed copy: its device duration (pinned/registered ones calibrate the pinned bandwidth). */
 void advice_add_device_time(enum copy_dir dir, enum host_kind kind, uint64_t bytes, uint64_t device_ns);
 
+/* Staged H2D copies ran in a process with this OpenMP runtime loaded (a static string, e.g.
+ * "libgomp") and OMP_WAIT_POLICY not passive: its threads may spin on the staging threads' cores.
+ * Adds an advice line when the shim staged copies. */
+void advice_note_openmp(const char *runtime);
+
 /* "==pid== advice: ..." lines, after the text summary. */
 void advice_write_text(int fd);
 

@@ -9,6 +9,7 @@
 #include "hostmem/hugepage.h"
 #include "policy.h"
 #include "pool.h"
+#include "spinners.h"
 #include "workers.h"
 
 /* The real cuMemcpyHtoDAsync_v2 / cuMemcpyDtoHAsync_v2 rows (the shapes of copy/driver_shapes.h). */
@@ -227,8 +228,10 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
     }
     if (shared)
         h2d_release(shared, shared_queued, stream);
-    if (status == CUDA_SUCCESS)
+    if (status == CUDA_SUCCESS) {
         c->action = ACTION_STAGED;
+        spinners_note_once(); /* an OpenMP runtime whose threads may compete with ours: advice */
+    }
     *result = status;
     return true;
 }

@@ -125,6 +125,22 @@ print(sum(r["count"] for r in s["transfers"] if r["dir"] == "d2h" and r["action"
     [ "$d2h" -ge 8 ]
 }
 
+@test "staged H2D in a process with OpenMP (libgomp) loaded: advice to set OMP_WAIT_POLICY=passive, unless it is" {
+    run_openmp() {
+        env "$@" PINSHIM_POOL_GROW_INLINE=on LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" "$T/openmp_stage" \
+            >"$WORK/omp.out" 2>"$WORK/omp.err"
+        cat "$WORK/omp.err"
+        grep -q '^openmp_stage: hash ' "$WORK/omp.out"
+    }
+    run_openmp OMP_WAIT_POLICY=
+    grep -q 'advice: the shim staged pageable H2D copies with CPU threads while libgomp (OpenMP) is loaded' "$WORK/omp.err"
+    run_openmp OMP_WAIT_POLICY=PASSIVE
+    ! grep -q 'OMP_WAIT_POLICY is not passive' "$WORK/omp.err"
+    # nothing staged (below the threshold): no such advice either
+    run_openmp OMP_WAIT_POLICY= PINSHIM_STAGE_MIN_BYTES=64M
+    ! grep -q 'OMP_WAIT_POLICY is not passive' "$WORK/omp.err"
+}
+
 @test "a full pool never makes a copy wait for another stream's work" {
     staged crossstream PINSHIM_STAGE_MIN_BYTES=1M PINSHIM_STAGE_CHUNK_BYTES=1M PINSHIM_POOL_MAX_BYTES=1M PINSHIM_POOL_SLAB_BYTES=1M
     diff "$WORK/plain.out" "$WORK/shim.out"
