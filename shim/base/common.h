@@ -12,6 +12,21 @@
 #define PINSHIM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PINSHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* For readers of a lock-free table whose slots another thread fills after claiming them: spins
+ * (at most `spins` pauses) while *state == filling; returns the state seen last, which is still
+ * `filling` when the filler did not finish in time (the reader then treats the slot as unusable). */
+static inline int pinshim_spin_while(const int *state, int filling, int spins)
+{
+    int st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    for (int i = 0; st == filling && i < spins; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
+    }
+    return st;
+}
+
 static inline uint64_t pinshim_now_ns(void)
 {
     struct timespec ts;

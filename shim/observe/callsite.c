@@ -89,18 +89,6 @@ static enum site_state classify(struct callsite *e, uintptr_t addr)
     return STATE_SITE;
 }
 
-static const struct callsite *wait_filled(const struct callsite *e)
-{
-    for (int i = 0; i < FILL_SPIN_MAX; i++) {
-        if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != STATE_FILLING)
-            return e;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    return NULL;
-}
-
 /* The table entry of (return address, Python site): for py NULL the address's own, classified on
  * first sight; else a program site's pair with py (copied from native). NULL if the table is full. */
 static const struct callsite *lookup_pair(uintptr_t addr, const struct pysite *py, const struct callsite *native)
@@ -127,7 +115,8 @@ static const struct callsite *lookup_pair(uintptr_t addr, const struct pysite *p
             key = expected;
         }
         if (key == addr) {
-            const struct callsite *f = wait_filled(e);
+            const struct callsite *f =
+                pinshim_spin_while(&e->state, STATE_FILLING, FILL_SPIN_MAX) != STATE_FILLING ? e : NULL;
             if (!f || f->py == py)
                 return f;
         }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/common.h"
 #include "policy.h"
 #include "pyframe.h"
 
@@ -91,15 +92,7 @@ static uint64_t hash_text(uint64_t h, const char *s)
 
 static bool wait_ready(const int *state)
 {
-    for (int i = 0; i < FILL_SPIN_MAX; i++) {
-        int st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
-        if (st != STATE_FILLING)
-            return st == STATE_READY;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    return false;
+    return pinshim_spin_while(state, STATE_FILLING, FILL_SPIN_MAX) == STATE_READY;
 }
 
 /* --- the verdict per code object: the program's, or a library's --- */
