@@ -1,6 +1,6 @@
 /* memcpy_probe.c: how fast can CPU threads fill pinned memory from a resident pageable buffer, the
  * memcpy half of a staged H2D (issue #13)? For 1..16 threads and four ways of copying (glibc memcpy,
- * AVX2 and SSE2 non-temporal stores, rep movsb), copies 256 MiB in 16 MiB chunks into a 4-chunk pinned ring,
+ * AVX2 non-temporal stores, the shim's SSE2 ones (shim/stage/stream_copy.c, compiled in), rep movsb), copies 256 MiB in 16 MiB chunks into a 4-chunk pinned ring,
  * each thread taking one contiguous share of every chunk; optionally while another thread keeps the
  * DMA engine reading a second pinned buffer (the pipeline's other half). Prints GB/s, median of 5.
  * Build on the GPU machine: gcc -O2 -mavx2 -pthread -I$CUDA_HOME/include memcpy_probe.c -ldl
@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "../../shim/stage/stream_copy.c"
 
 #define MiB ((size_t)1 << 20)
 static size_t source_bytes = 256 * MiB; /* the source; a multiple of CHUNK */
@@ -47,22 +49,8 @@ static void copy_nt(char *dst, const char *src, size_t n)
     _mm_sfence();
 }
 
-static void copy_nt_sse2(char *dst, const char *src, size_t n)
-{
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
-        _mm_stream_si128((__m128i *)(dst + i), a);
-        _mm_stream_si128((__m128i *)(dst + i + 16), b);
-        _mm_stream_si128((__m128i *)(dst + i + 32), c);
-        _mm_stream_si128((__m128i *)(dst + i + 48), d);
-    }
-    memcpy(dst + i, src + i, n - i);
-    _mm_sfence();
-}
+/* the shim's own streaming stores (stage_stores = streaming), compiled in */
+static void copy_nt_sse2(char *dst, const char *src, size_t n) { stream_copy(dst, src, n); }
 
 static void copy_movsb(char *dst, const char *src, size_t n)
 {

@@ -14,11 +14,10 @@ import ctypes
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from cudriver import Driver  # noqa: E402  (tests/python: the shared ctypes driver setup)
+from cudriver import Driver, library_module  # noqa: E402  (tests/python: the shared ctypes driver setup)
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 drv = Driver(4096)
@@ -27,14 +26,9 @@ src = ctypes.create_string_buffer(4)
 size4, size0 = ctypes.c_size_t(4), ctypes.c_size_t(0)
 copy = cu.cuMemcpyHtoD_v2
 
-libdir = os.path.join(tempfile.mkdtemp(), "site-packages")
-os.mkdir(libdir)
-with open(os.path.join(libdir, "costlib.py"), "w") as f:
-    f.write("def a(fn, *args):\n    return b(fn, *args)\n"
-            "def b(fn, *args):\n    return c(fn, *args)\n"
-            "def c(fn, *args):\n    return fn(*args)\n")
-sys.path.insert(0, libdir)
-import costlib  # noqa: E402
+costlib = library_module("costlib", "def a(fn, *args):\n    return b(fn, *args)\n"
+                                    "def b(fn, *args):\n    return c(fn, *args)\n"
+                                    "def c(fn, *args):\n    return fn(*args)\n")
 
 
 def direct(n, size):

@@ -12,6 +12,8 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || { echo "SKIP: no GPU"; exit 0; }
 line() { sed -n "s/^line $1 = //p" "$2"; }
+# verdict ERE FILE WHAT: "PASS WHAT" when FILE has a line matching ERE, else "FAIL WHAT (no ERE)"
+verdict() { grep -Eq "$1" "$2" && echo "PASS $3" || echo "FAIL $3 (no '$1' in $(basename "$2"))"; }
 
 echo "== guard: c = t.to(\"cpu\", non_blocking=True); c.mean() without a sync"
 PINSHIM_GUARD=warn PINSHIM_SUMMARY=json LD_PRELOAD="$ROOT/build/libpinshim.so" "$PY" "$PROG" race \
@@ -21,10 +23,8 @@ cat "$WORK/race.out"
 grep -m1 -A30 'unsynchronized' "$WORK/race.err" | grep -v '^==[0-9]*==  *fix:' | head -n 30
 read_line=$(line race_read "$WORK/race.out")
 copy_line=$(line race_copy "$WORK/race.out")
-grep -Eq "read at: +$PROG:$read_line in race" "$WORK/race.err" && echo "PASS read at names line $read_line" ||
-    echo "FAIL no report with 'read at: $PROG:$read_line'"
-grep -Eq "copy from: +$PROG:$copy_line in race" "$WORK/race.err" && echo "PASS copy from names line $copy_line" ||
-    echo "FAIL no report with 'copy from: $PROG:$copy_line'"
+verdict "read at: +$PROG:$read_line in race" "$WORK/race.err" "read at names line $read_line"
+verdict "copy from: +$PROG:$copy_line in race" "$WORK/race.err" "copy from names line $copy_line"
 
 echo "== DataLoader: logged sites"
 mkdir -p "$WORK/logs"
@@ -37,9 +37,7 @@ tail -n 5 "$WORK/loader.err"
 sed -n '/Top call sites and the fix/,/^\*\* Sync/p' "$WORK/report.txt"
 h2d=$(line loader_h2d "$WORK/loader.out")
 d2h=$(line loader_d2h "$WORK/loader.out")
-grep -q "torch_pysites.py:$h2d in loader" "$WORK/report.txt" && echo "PASS the report names line $h2d (.to(\"cuda\"))" ||
-    echo "FAIL the report lacks torch_pysites.py:$h2d"
-grep -q "torch_pysites.py:$d2h in loader" "$WORK/report.txt" && echo "PASS the report names line $d2h (.to(\"cpu\"))" ||
-    echo "FAIL the report lacks torch_pysites.py:$d2h"
+verdict "torch_pysites.py:$h2d in loader" "$WORK/report.txt" "the report names line $h2d (.to(\"cuda\"))"
+verdict "torch_pysites.py:$d2h in loader" "$WORK/report.txt" "the report names line $d2h (.to(\"cpu\"))"
 echo "py_site values in the logs (count, site):"
 cat "$WORK"/logs/*.jsonl | grep -o '"py_site":"[^"]*","py_func":"[^"]*"' | sort | uniq -c | sort -rn | head -n 10

@@ -2,9 +2,24 @@
 pysites.py, tests/progs/guard_faulthandler.py, tests/bench/pysite_cost.py): libcuda.so.1 loaded
 (the fake one on a CPU machine), device 0's primary context current, one stream, one device
 allocation. Any failing call exits the program with the call's name and its CUresult. Only setup
-lives here: the copies a test checks call sites of stay in the test program's own lines."""
+lives here: the copies a test checks call sites of stay in the test program's own lines. Also
+library_module(): a module of a "library" (under a .../site-packages/ folder), whose frames the
+shim's Python call sites skip."""
 import ctypes
+import importlib
+import os
 import sys
+import tempfile
+
+
+def library_module(name, source):
+    """Writes source as NAME.py into a new .../site-packages/ folder and imports it from there."""
+    libdir = os.path.join(tempfile.mkdtemp(), "site-packages")
+    os.mkdir(libdir)
+    with open(os.path.join(libdir, name + ".py"), "w") as f:
+        f.write(source)
+    sys.path.insert(0, libdir)
+    return importlib.import_module(name)
 
 
 class Driver:

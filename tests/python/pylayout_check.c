@@ -27,6 +27,8 @@ static void check(const char *what, unsigned table, size_t real)
 }
 
 #define CHECK(field, real) check(#field, L->field, (size_t)(real))
+#define CHECK_DEBUG(field) \
+    check("debug." #field, offsetof(struct pydebug_313, field), offsetof(_Py_DebugOffsets, field))
 
 int main(void)
 {
@@ -65,14 +67,12 @@ int main(void)
     CHECK(fr_code, offsetof(_PyInterpreterFrame, f_executable));
     CHECK(fr_instr, offsetof(_PyInterpreterFrame, instr_ptr));
     /* the shim's copy of the debug offsets' head has the real one's layout */
-    check("debug.thread_state", offsetof(struct pydebug_313, thread_state), offsetof(_Py_DebugOffsets, thread_state));
-    check("debug.interpreter_frame", offsetof(struct pydebug_313, interpreter_frame),
-          offsetof(_Py_DebugOffsets, interpreter_frame));
-    check("debug.code_object", offsetof(struct pydebug_313, code_object), offsetof(_Py_DebugOffsets, code_object));
-    check("debug.pyobject", offsetof(struct pydebug_313, pyobject), offsetof(_Py_DebugOffsets, pyobject));
-    check("debug.bytes_object", offsetof(struct pydebug_313, bytes_object), offsetof(_Py_DebugOffsets, bytes_object));
-    check("debug.unicode_object", offsetof(struct pydebug_313, unicode_object),
-          offsetof(_Py_DebugOffsets, unicode_object));
+    CHECK_DEBUG(thread_state);
+    CHECK_DEBUG(interpreter_frame);
+    CHECK_DEBUG(code_object);
+    CHECK_DEBUG(pyobject);
+    CHECK_DEBUG(bytes_object);
+    CHECK_DEBUG(unicode_object);
     check("debug.size", sizeof(struct pydebug_313), offsetof(_Py_DebugOffsets, gc));
 #endif
 #endif

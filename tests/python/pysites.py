@@ -15,12 +15,10 @@ checker (check_pysites.py) can tell which line each logged copy must name:
                                        call; pydll: it is held
 """
 import ctypes
-import os
 import sys
-import tempfile
 import threading
 
-from cudriver import Driver
+from cudriver import Driver, library_module
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "cdll"
 SIZES = {"main": 4096, "method": 4160, "thread": 4224, "nested": 4288, "multiline": 4352, "library": 4416}
@@ -66,13 +64,8 @@ cu.cuMemcpyHtoD_v2(  # site:multiline
     ctypes.c_size_t(SIZES["multiline"]))
 
 # A module of a library: its frames are skipped, the site is the line here that called it.
-libdir = os.path.join(tempfile.mkdtemp(), "site-packages")
-os.mkdir(libdir)
-with open(os.path.join(libdir, "fakelib.py"), "w") as f:
-    f.write("import ctypes\n"
-            "def copy(cu, dev, src, n):\n"
-            "    return cu.cuMemcpyHtoD_v2(dev, src, ctypes.c_size_t(n))\n")
-sys.path.insert(0, libdir)
-import fakelib  # noqa: E402
+fakelib = library_module("fakelib", "import ctypes\n"
+                                    "def copy(cu, dev, src, n):\n"
+                                    "    return cu.cuMemcpyHtoD_v2(dev, src, ctypes.c_size_t(n))\n")
 fakelib.copy(cu, dev, src, SIZES["library"])  # site:library
 print("copies done", flush=True)
