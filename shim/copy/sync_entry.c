@@ -3,10 +3,10 @@
  * covers (guard/guard.h); the pool's chunk recycling may hook in here later. The program sees the real
  * result. */
 #include "base/clock.h"
-#include "base/real.h"
 #include "driver_shapes.h"
 #include "entry.h"
 #include "guard/guard.h"
+#include "observe/ctxdev.h"
 
 #define TIMED_SYNC(call)                                                                            \
     do {                                                                                            \
@@ -47,13 +47,7 @@ CUresult shape_ctx_sync(enum driver_entry_id id)
 
 /* The CUDA 13 form names its context (NULL: the current one); only a synchronize of the calling
  * thread's own context covers what guard_on_ctx_done releases. */
-static bool is_current_context(CUcontext ctx)
-{
-    static void *slot;
-    CUresult (*get_current)(CUcontext *) = (CUresult(*)(CUcontext *))real_driver_symbol_cached(&slot, "cuCtxGetCurrent");
-    CUcontext current = NULL;
-    return ctx == NULL || (get_current && get_current(&current) == CUDA_SUCCESS && current == ctx);
-}
+static bool is_current_context(CUcontext ctx) { return ctx == NULL || ctx == ctxdev_current_context(); }
 
 SYNC_HANDLER(ctx_sync_v2, if (is_current_context(ctx)) guard_on_ctx_done())
 SYNC_HANDLER(event_sync, guard_on_event_done(event))

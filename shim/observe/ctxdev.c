@@ -16,21 +16,28 @@ static __thread CUcontext tls_ctx __attribute__((tls_model("initial-exec")));
 static __thread int32_t tls_dev __attribute__((tls_model("initial-exec")));
 static __thread unsigned tls_gen __attribute__((tls_model("initial-exec")));
 
-int32_t ctxdev_current(void)
+CUcontext ctxdev_current_context(void)
 {
     typedef CUresult (*fn_ctx_current)(CUcontext *);
-    typedef CUresult (*fn_ctx_device)(CUdevice *);
-    static void *current_slot, *device_slot;
+    static void *current_slot;
     if (!__atomic_load_n(&allowed, __ATOMIC_RELAXED))
-        return -1;
+        return NULL;
     fn_ctx_current current = (fn_ctx_current)real_driver_symbol_cached(&current_slot, "cuCtxGetCurrent");
     if (!current)
-        return -1;
+        return NULL;
     CUcontext ctx = NULL;
     pinshim_enter();
     CUresult r = current(&ctx);
     pinshim_leave();
-    if (r != CUDA_SUCCESS || !ctx)
+    return r == CUDA_SUCCESS ? ctx : NULL;
+}
+
+int32_t ctxdev_current(void)
+{
+    typedef CUresult (*fn_ctx_device)(CUdevice *);
+    static void *device_slot;
+    CUcontext ctx = ctxdev_current_context();
+    if (!ctx)
         return -1;
     unsigned gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
     if (PINSHIM_UNLIKELY(ctx != tls_ctx || gen != tls_gen)) {

@@ -10,9 +10,14 @@
 #ifndef PINSHIM_CTXDEV_H
 #define PINSHIM_CTXDEV_H
 
+#include <cuda.h>
 #include <stdint.h>
 
 int32_t ctxdev_current(void);
+
+/* The calling thread's current context (one cuCtxGetCurrent), or NULL: none, no driver, or a
+ * forked child. */
+CUcontext ctxdev_current_context(void);
 
 /* A context is about to be destroyed or a primary context reset: every thread's cache is stale. */
 void ctxdev_forget(void);
