@@ -94,8 +94,6 @@ int pinshim_clock_choose(void) { return choose(false); }
 
 int pinshim_clock_init(void) { return choose(true); }
 
-/* The factor over a short spin of its own: for the moment between another thread's choice and its
- * anchor (no waiting on that thread: this may run in a signal handler that interrupted it). */
 /* dm nanoseconds over dt ticks, as a 32.32 fixed-point factor (never 0). */
 static uint64_t factor(uint64_t dm, uint64_t dt)
 {
@@ -103,6 +101,8 @@ static uint64_t factor(uint64_t dm, uint64_t dt)
     return f ? f : 1;
 }
 
+/* The factor over a short spin of its own: for the moment between another thread's choice and its
+ * anchor (no waiting on that thread: this may run in a signal handler that interrupted it). */
 static uint64_t spin_factor(void)
 {
     uint64_t m0 = pinshim_now_ns(), t0 = pinshim_rdtsc(), m1, t1;
