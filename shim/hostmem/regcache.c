@@ -293,14 +293,17 @@ static void release_registrations(uintptr_t lo, uintptr_t hi, enum release_why w
     }
 }
 
+bool regcache_owns(uintptr_t lo, uintptr_t hi)
+{
+    alloc_table_lock();
+    bool ours = alloc_table_registration_overlapping(lo, hi) != NULL;
+    alloc_table_unlock();
+    return ours;
+}
+
 bool regcache_covers(uintptr_t p)
 {
-    if (!__atomic_load_n(&regcache_live, __ATOMIC_RELAXED) || regcache_busy_here())
-        return false;
-    alloc_table_lock();
-    bool covered = alloc_table_registration_overlapping(p, p + 1) != NULL;
-    alloc_table_unlock();
-    return covered;
+    return __atomic_load_n(&regcache_live, __ATOMIC_RELAXED) && !regcache_busy_here() && regcache_owns(p, p + 1);
 }
 
 static void on_discard(uintptr_t lo, uintptr_t hi) { release_registrations(lo, hi, WHY_DISCARD); }

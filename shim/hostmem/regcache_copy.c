@@ -26,10 +26,7 @@ void regcache_view(struct copy *c)
          * cache registers only memory every copy saw as pageable */
         if (*kinds[i] == KIND_PINNED && memkind_range_of(sides[i], &base, &end))
             continue;
-        alloc_table_lock();
-        bool ours = alloc_table_registration_overlapping(sides[i], sides[i] + c->bytes) != NULL;
-        alloc_table_unlock();
-        if (ours) {
+        if (regcache_owns(sides[i], sides[i] + c->bytes)) {
             *kinds[i] = KIND_PAGEABLE; /* what the program believes, and what it would be without the shim */
             c->reg_overlap = true;
         }

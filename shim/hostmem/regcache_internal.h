@@ -18,6 +18,8 @@ extern int regcache_live;               /* registrations made and not yet droppe
 
 /* True on a thread inside the cache's own driver calls or table work. */
 bool regcache_busy_here(void);
+/* Whether [lo, hi) overlaps a registration the cache made (takes the table's lock). */
+bool regcache_owns(uintptr_t lo, uintptr_t hi);
 
 /* Registers r (lock held, r busy, state REG_NONE); returns with the lock held. */
 void regcache_register_locked(struct alloc_rec *r);
