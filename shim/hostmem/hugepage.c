@@ -19,7 +19,7 @@
 enum thp_mode { THP_UNKNOWN, THP_MADVISE, THP_OTHER };
 static int mode;            /* enum thp_mode, read once */
 static bool program_decides;
-static struct hugepage_stats advised; /* atomics */
+static uint64_t advised_copies, advised_bytes; /* atomics */
 
 /* "[madvise]" selected in /sys/kernel/mm/transparent_hugepage/enabled. */
 static enum thp_mode read_mode(void)
@@ -71,15 +71,15 @@ bool hugepage_advise_write(void *p, size_t n)
     long r = syscall(SYS_madvise, (void *)lo, hi - lo, MADV_HUGEPAGE); /* refused (shared memory...): no matter */
     errno = e;
     if (r == 0) {
-        __atomic_fetch_add(&advised.copies, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&advised.bytes, hi - lo, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&advised_copies, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&advised_bytes, hi - lo, __ATOMIC_RELAXED);
     }
     return r == 0;
 }
 
 void hugepage_get_stats(struct hugepage_stats *out)
 {
-    out->copies = __atomic_load_n(&advised.copies, __ATOMIC_RELAXED);
-    out->bytes = __atomic_load_n(&advised.bytes, __ATOMIC_RELAXED);
+    out->copies = __atomic_load_n(&advised_copies, __ATOMIC_RELAXED);
+    out->bytes = __atomic_load_n(&advised_bytes, __ATOMIC_RELAXED);
     out->program_decides = __atomic_load_n(&program_decides, __ATOMIC_RELAXED);
 }
