@@ -289,17 +289,12 @@ void callsite_json_fields(struct jbuf *jb, const struct callsite *s)
 
 const char *callsite_text(const struct callsite *s, char *buf, size_t len)
 {
-    if (s->py) {
-        struct jbuf jb;
-        jb_init(&jb, buf, len ? len - 1 : 0);
-        callsite_append_text(&jb, s);
-        buf[jb.len] = '\0';
+    if (!len)
         return buf;
-    }
-    if (s->func[0])
-        snprintf(buf, len, "%s (%s+0x%lx)", s->func, s->module, (unsigned long)s->offset);
-    else
-        snprintf(buf, len, "%s+0x%lx", s->module, (unsigned long)s->offset);
+    struct jbuf jb;
+    jb_init(&jb, buf, len - 1);
+    callsite_append_text(&jb, s);
+    buf[jb.len] = '\0';
     return buf;
 }
 
