@@ -182,20 +182,6 @@ static const struct module *find_module(uintptr_t addr, int *index)
     return NULL;
 }
 
-void guard_module_name(char *buf, size_t len, size_t *pos, uintptr_t addr)
-{
-    append(buf, len, pos, " ", 1);
-    append_hex(buf, len, pos, addr);
-    const struct module *m = find_module(addr, NULL);
-    if (m) {
-        append(buf, len, pos, " (", 2);
-        append(buf, len, pos, m->name, strlen(m->name));
-        append(buf, len, pos, "+", 1);
-        append_hex(buf, len, pos, addr - m->base);
-        append(buf, len, pos, ")", 1);
-    }
-}
-
 void guard_frame_text(char *buf, size_t len, size_t *pos, uintptr_t addr)
 {
     const struct module *m = find_module(addr, NULL);
@@ -205,6 +191,17 @@ void guard_frame_text(char *buf, size_t len, size_t *pos, uintptr_t addr)
         append_hex(buf, len, pos, addr - m->base);
     } else {
         append_hex(buf, len, pos, addr);
+    }
+}
+
+void guard_module_name(char *buf, size_t len, size_t *pos, uintptr_t addr)
+{
+    append(buf, len, pos, " ", 1);
+    append_hex(buf, len, pos, addr);
+    if (find_module(addr, NULL)) {
+        append(buf, len, pos, " (", 2);
+        guard_frame_text(buf, len, pos, addr);
+        append(buf, len, pos, ")", 1);
     }
 }
 
