@@ -8,7 +8,8 @@
  * split), then whether every byte came back. Run it with and without the shim:
  * tests/bench/run_multidev.sh does, side by side. It never judges the numbers.
  * usage: multidev_bench [bytes (default 256 MiB)] [rounds (default 5)] [pageable|pinned]
- * environment: MULTIDEV_DEVICES (use at most this many devices; default all) */
+ * environment: MULTIDEV_DEVICES (use at most this many devices; default all), MULTIDEV_PER_ROUND=1
+ * (also print each round's per-device GB/s on stderr: which device waited, and when) */
 #include <pthread.h>
 #include <time.h>
 
@@ -105,7 +106,8 @@ int main(int argc, char **argv)
     }
     CHECK(cuInit(0));
     CHECK(cuDeviceGetCount(&devices));
-    const char *limit = getenv("MULTIDEV_DEVICES");
+    const char *limit = getenv("MULTIDEV_DEVICES"), *per_round_env = getenv("MULTIDEV_PER_ROUND");
+    int per_round = per_round_env && strcmp(per_round_env, "1") == 0;
     if (limit && atoi(limit) > 0 && atoi(limit) < devices)
         devices = atoi(limit);
     if (devices > MAX_DEVICES)
@@ -131,6 +133,13 @@ int main(int argc, char **argv)
                 last = end_time[i][dir][r] > last ? end_time[i][dir][r] : last;
             aggregate[r] = (double)bytes * devices / (last - start_time[dir][r]) / 1e9;
         }
+        if (per_round)
+            for (int r = 0; r < rounds; r++) {
+                fprintf(stderr, "round %d %s", r, names[dir]);
+                for (int i = 0; i < devices; i++)
+                    fprintf(stderr, " dev%d %.2f", i, (double)bytes / (end_time[i][dir][r] - start_time[dir][r]) / 1e9);
+                fprintf(stderr, "\n");
+            }
         printf("%s aggregate %.2f", names[dir], median(aggregate, rounds));
         for (int i = 0; i < devices; i++) {
             for (int r = 0; r < rounds; r++)
