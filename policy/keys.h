@@ -42,7 +42,9 @@
     X(SIZE, pool_max_bytes, "0", "",                                                           \
       "cap on pinned pool memory; at the cap staging waits for the oldest chunk; 0 = 1/16 of RAM, at most 1G") \
     X(SIZE, pool_slab_bytes, "64M", "",                                                        \
-      "pinned memory is allocated (cuMemHostAlloc, slow) in slabs of this size, cut into chunks and reused; a slab is never allocated under 2 MiB (the driver shares smaller pinned allocations with the program's, changing their flags)") \
+      "pinned memory is allocated in slabs of this size, cut into chunks and reused (with pool_pin=alloc, never under 2 MiB: the driver shares smaller pinned allocations with the program's, changing their flags)") \
+    X(ENUM, pool_pin, "register", "register|alloc",                                            \
+      "how a slab is pinned: register = the shim maps it and faults it in itself, then cuMemHostRegister (the driver is held for a small part of the time, and other threads' copies wait while it is); alloc = cuMemHostAlloc") \
     X(BOOL, pool_grow_inline, "off", "",                                                       \
       "allocate slabs on the copying thread (that copy waits milliseconds); off = in the background, the copy passes through meanwhile") \
     X(BOOL, pool_prewarm, "on", "",                                                             \

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/queue.h>
 #include <stdlib.h>
 #include <time.h>
@@ -12,14 +13,21 @@
 
 #include "base/common.h"
 #include "base/real.h"
+#include "hostmem/alloc_next.h"
 #include "linkprobe.h"
 #include "policy.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 #define POOL_MIN_CHUNK (64u << 10)
 #define POOL_MAX_DEVICES 64
 
 struct driver_fns {
     CUresult (*host_alloc)(void **, size_t, unsigned int);
+    CUresult (*host_register)(void *, size_t, unsigned int);
+    CUresult (*host_unregister)(void *);
     CUresult (*event_create)(CUevent *, unsigned int);
     CUresult (*event_destroy)(CUevent);
     CUresult (*event_record)(CUevent, CUstream);
@@ -39,6 +47,14 @@ static pthread_cond_t chunk_returned = PTHREAD_COND_INITIALIZER;
 static struct pool_chunk *free_head, *free_tail;
 static struct driver_fns fns;
 static bool resolved, broken, growing;
+/* One allocation of pinned memory, cut into chunks. */
+struct slab {
+    void *base;
+    size_t bytes;
+    bool registered;     /* the shim's own mapping, registered; else cuMemHostAlloc'd */
+    unsigned alive;      /* its chunks not dropped by a device reset */
+    struct pool_chunk chunks[];
+};
 /* Copies waiting for their first chunk, oldest first (nodes on their stack; under the lock). */
 struct waiter {
     STAILQ_ENTRY(waiter) link;
@@ -57,6 +73,8 @@ static bool resolve(void)
     if (resolved)
         return !broken;
     RESOLVE(host_alloc, "cuMemHostAlloc");
+    RESOLVE(host_register, "cuMemHostRegister_v2");
+    RESOLVE(host_unregister, "cuMemHostUnregister");
     RESOLVE(event_create, "cuEventCreate");
     RESOLVE(event_destroy, "cuEventDestroy_v2");
     RESOLVE(event_record, "cuEventRecord");
@@ -70,7 +88,7 @@ static bool resolve(void)
     RESOLVE(ctx_pop, "cuCtxPopCurrent_v2");
     RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
     resolved = true;
-    if (!fns.host_alloc || !fns.event_create || !fns.event_destroy || !fns.event_record || !fns.event_query ||
+    if (!fns.host_alloc || !fns.host_register || !fns.host_unregister || !fns.event_create || !fns.event_destroy || !fns.event_record || !fns.event_query ||
         !fns.event_sync || !fns.stream_sync || !fns.ctx_get_current || !fns.ctx_set_current ||
         !fns.ctx_get_device || !fns.ctx_push || !fns.ctx_pop || !fns.primary_retain) {
         broken = true;
@@ -153,14 +171,71 @@ static CUcontext shim_context(int dev)
 
 /* The real driver carves pinned allocations under 2 MiB out of shared blocks, and cuMemHostGetFlags
  * then reports the flags of the allocation that opened the block (1 MiB shares, 2 MiB does not:
- * an H100, driver 580; conformance case attrs.host_flags). A smaller slab of the shim's (PORTABLE)
- * would change what the driver says of the program's own small pinned allocations, so no slab is
- * allocated smaller than this; a smaller pool_slab_bytes uses only part of it. */
+ * an H100, driver 580; conformance case attrs.host_flags). A smaller slab of cuMemHostAlloc'd
+ * memory (PORTABLE) would change what the driver says of the program's own small pinned
+ * allocations, so none is allocated smaller than this; a smaller pool_slab_bytes uses only part. */
 #define DRIVER_SUBALLOC_BELOW (2u << 20)
 
-/* Allocates one slab in dev's primary context and adds its chunks to the free list. Called with
- * the lock held and `growing` set; drops the lock around cuMemHostAlloc. `on_own_thread`: the
- * caller is the background grow thread, already current in that context. */
+/* Faults in [mem, mem+bytes) for writing: one madvise where the kernel has MADV_POPULATE_WRITE, else
+ * a write per page. */
+static void populate(char *mem, size_t bytes)
+{
+    if (alloc_next.madvise(mem, bytes, MADV_POPULATE_WRITE) == 0)
+        return;
+    for (size_t off = 0; off < bytes; off += 4096)
+        ((volatile char *)mem)[off] = 0;
+}
+
+/* Pins `bytes` for slab s in the current context. pool_pin=register: the shim's own mapping (huge
+ * pages advised, faulted in here, left out of forked children), then cuMemHostRegister, which holds
+ * the driver for a small part of what cuMemHostAlloc does (FACTS.md: 4.1 against 34.7 ms for 64 MiB
+ * on an H200) -- and while it holds it, other threads' copies wait (two GPUs staging at once: a
+ * round of 256 MiB H2D copies fell from 25-40 to 7-9 GB/s each time the pool grew). Falls back to
+ * cuMemHostAlloc when the mapping or the registration is refused. */
+static CUresult pin_slab(struct slab *s, size_t bytes)
+{
+    CUresult r;
+    if (pinshim_policy.pool_pin == POOL_PIN_REGISTER && alloc_next_resolve()) {
+        void *mem = alloc_next.mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem != MAP_FAILED) {
+            alloc_next.madvise(mem, bytes, MADV_HUGEPAGE); /* only where the system's THP mode allows */
+            alloc_next.madvise(mem, bytes, MADV_DONTFORK); /* a forked child never stages */
+            populate(mem, bytes);
+            SHIM_CALL(r, fns.host_register(mem, bytes, CU_MEMHOSTREGISTER_PORTABLE));
+            if (r == CUDA_SUCCESS) {
+                s->base = mem, s->bytes = bytes, s->registered = true;
+                return r;
+            }
+            alloc_next.munmap(mem, bytes);
+        }
+    }
+    size_t alloc_bytes = bytes < DRIVER_SUBALLOC_BELOW ? DRIVER_SUBALLOC_BELOW : bytes;
+    void *mem = NULL;
+    SHIM_CALL(r, fns.host_alloc(&mem, alloc_bytes, CU_MEMHOSTALLOC_PORTABLE));
+    s->base = mem, s->bytes = alloc_bytes, s->registered = false;
+    return r;
+}
+
+/* A chunk of a slab whose device was reset is dropped; the last one dropped frees the slab. Its
+ * registration is undone first where the context still holds it (the reset undoes it otherwise);
+ * cuMemHostAlloc'd memory the reset itself frees. Lock held. */
+static void drop_chunk(struct pool_chunk *c)
+{
+    struct slab *s = c->slab;
+    if (--s->alive > 0)
+        return;
+    if (s->registered) {
+        CUresult r;
+        SHIM_CALL(r, fns.host_unregister(s->base));
+        (void)r; /* already gone with the context: nothing to undo */
+        alloc_next.munmap(s->base, s->bytes);
+    }
+    free(s);
+}
+
+/* Pins one slab in dev's primary context and adds its chunks to the free list. Called with the
+ * lock held and `growing` set; drops the lock while pinning. `on_own_thread`: the caller is the
+ * background grow thread, already current in that context. */
 static bool grow(int dev, bool on_own_thread)
 {
     size_t chunk = pool_chunk_bytes();
@@ -173,21 +248,20 @@ static bool grow(int dev, bool on_own_thread)
     CUcontext ctx = shim_context(dev);
     if (slab == 0 || !ctx)
         return false;
-    size_t n = slab / chunk, alloc_bytes = slab < DRIVER_SUBALLOC_BELOW ? DRIVER_SUBALLOC_BELOW : slab;
-    struct pool_chunk *chunks = calloc(n, sizeof *chunks);
-    if (!chunks)
+    size_t n = slab / chunk;
+    struct slab *s = calloc(1, sizeof *s + n * sizeof s->chunks[0]);
+    if (!s)
         return false;
     unsigned gen = generation[dev];
     pthread_mutex_unlock(&lock);
-    void *mem = NULL;
     CUresult r;
     if (on_own_thread) {
-        SHIM_CALL(r, fns.host_alloc(&mem, alloc_bytes, CU_MEMHOSTALLOC_PORTABLE));
+        r = pin_slab(s, slab);
     } else {
         CUcontext popped;
         SHIM_CALL(r, fns.ctx_push(ctx));
         if (r == CUDA_SUCCESS) {
-            SHIM_CALL(r, fns.host_alloc(&mem, alloc_bytes, CU_MEMHOSTALLOC_PORTABLE));
+            r = pin_slab(s, slab);
             CUresult pop_r;
             SHIM_CALL(pop_r, fns.ctx_pop(&popped));
             (void)pop_r;
@@ -195,22 +269,27 @@ static bool grow(int dev, bool on_own_thread)
     }
     pthread_mutex_lock(&lock);
     if (r != CUDA_SUCCESS) {
-        free(chunks);
+        free(s);
         if (total_bytes == 0) {
             broken = true;
-            pinshim_warn("warning: pinned memory for staging was refused (cuMemHostAlloc of %llu bytes returned %d); "
-                         "pageable copies pass through unchanged", (unsigned long long)slab, (int)r);
+            pinshim_warn("warning: pinned memory for staging was refused (%s of %llu bytes returned %d); "
+                         "pageable copies pass through unchanged",
+                         pinshim_policy.pool_pin == POOL_PIN_REGISTER ? "cuMemHostRegister and cuMemHostAlloc" : "cuMemHostAlloc",
+                         (unsigned long long)slab, (int)r);
         } else {
             max_bytes = total_bytes; /* work within what we have */
         }
         return false;
     }
+    s->alive = (unsigned)n;
     for (size_t i = 0; i < n; i++) {
-        chunks[i].ptr = (char *)mem + i * chunk;
-        chunks[i].bytes = chunk;
-        chunks[i].device = dev;
-        chunks[i].generation = gen;
-        push_free(&chunks[i]);
+        struct pool_chunk *c = &s->chunks[i];
+        c->ptr = (char *)s->base + i * chunk;
+        c->bytes = chunk;
+        c->device = dev;
+        c->generation = gen;
+        c->slab = s;
+        push_free(c);
     }
     __atomic_store_n(&total_bytes, total_bytes + slab, __ATOMIC_RELAXED);
     return true;
@@ -545,8 +624,12 @@ static void give_back(struct pool_chunk *c)
 {
     pthread_mutex_lock(&lock);
     in_use_bytes -= c->bytes;
-    if (c->generation == generation[c->device]) /* else its slab died with a device reset */
+    if (c->generation == generation[c->device])
         push_free(c);
+    else { /* its slab died with a device reset */
+        __atomic_store_n(&total_bytes, total_bytes - c->bytes, __ATOMIC_RELAXED);
+        drop_chunk(c);
+    }
     pthread_cond_broadcast(&chunk_returned);
     pthread_mutex_unlock(&lock);
 }
@@ -593,7 +676,8 @@ void pool_drop_device(CUdevice dev)
         struct pool_chunk *next = c->next;
         if (c->device == dev) {
             pop_free(c, prev);
-            dropped += c->bytes; /* the descriptors are leaked: a few bytes per chunk, once */
+            dropped += c->bytes;
+            drop_chunk(c);
         } else {
             prev = c;
         }

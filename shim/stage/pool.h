@@ -1,5 +1,7 @@
 /* pool.h: the cached pool of pinned host chunks that staging copies through.
- * Slabs come from cuMemHostAlloc(PORTABLE) (milliseconds each, so never per copy), are cut into
+ * Slabs are the shim's own mappings registered with cuMemHostRegister(PORTABLE) (pool_pin=register;
+ * cuMemHostAlloc(PORTABLE) with pool_pin=alloc or where registering fails; milliseconds each, so
+ * never per copy), are cut into
  * chunks of stage_chunk_bytes and reused for the life of the process. They are allocated in the
  * shim's own retained primary context of the copy's device, so a program destroying its contexts
  * does not free them under the shim (cuDevicePrimaryCtxReset does: pool_drop_device() first).
@@ -32,8 +34,12 @@ struct pool_chunk {
     bool pending;       /* event recorded and maybe not complete */
     CUdevice device;    /* whose primary context holds the slab */
     unsigned generation; /* the device's reset generation when the slab was made */
+    struct slab *slab;   /* the pinned allocation it is part of */
     struct pool_chunk *next;
 };
+
+/* pool_pin's choices, in policy/keys.h's order. */
+enum { POOL_PIN_REGISTER, POOL_PIN_ALLOC };
 
 /* Why pool_acquire() returned NULL. */
 enum pool_miss { POOL_MISS_NONE, POOL_MISS_UNAVAILABLE, POOL_MISS_WARMING, POOL_MISS_BUSY };

@@ -64,11 +64,12 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [[ "$output" == "stream_copy: "*" cases identical" ]]
 }
 
-@test "workers: parallel copies equal memcpy for 1-16 threads, parts tile the copy, fault-prone ones at 2 MiB boundaries" {
+@test "workers: parallel copies equal memcpy for 1-16 threads, parts tile the copy, fault-prone ones at 2 MiB boundaries; stage_h2d_threads caps copies into the pool" {
     run "$T/workers_check"
     echo "$output"
     [ "$status" = 0 ]
-    [[ "$output" == "workers: "*" cases identical" ]]
+    [[ "${lines[0]}" == "workers: "*" cases identical" ]]
+    [ "${lines[1]}" = "workers: at most 3 of 8 threads at once into resident memory with stage_h2d_threads = 3" ]
 }
 
 @test "stage_stores = normal and = streaming: staged bytes identical at every size boundary" {
@@ -160,11 +161,43 @@ print(sum(r["count"] for r in s["transfers"] if r["dir"] == "d2h" and r["action"
 }
 
 @test "pinned memory refused: one warning, copies pass through with identical bytes" {
-    staged sizes FAKECUDA_FAIL=hostalloc $SMALL_POLICY
+    staged sizes FAKECUDA_FAIL=hostalloc,register $SMALL_POLICY
     diff "$WORK/plain.out" "$WORK/shim.out"
     [ "$(grep -c 'pinned memory for staging was refused' "$WORK/shim.err")" = 1 ]
     [ "$(staging_field 'st["staged_copies"]')" = 0 ]
     [ "$(staging_field 'why["no pinned memory"]["count"]')" -gt 0 ]
+}
+
+# calls NAME: the fake driver's call log of the last staged run (FAKECUDA_CALL_LOG=$WORK/NAME)
+# as "symbol count" lines; the staging program itself pins nothing, so these are the shim's.
+calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1"; }
+
+@test "pool_pin = register: slabs are the shim's own memory, registered; alloc: cuMemHostAlloc; a refused registration falls back to it" {
+    staged sizes FAKECUDA_CALL_LOG="$WORK/calls.register" $SMALL_POLICY
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" -gt 0 ]
+    [ "$(calls_of calls.register cuMemHostRegister_v2)" -ge 1 ]
+    [ "$(calls_of calls.register cuMemHostAlloc)" = 0 ]
+
+    staged sizes FAKECUDA_CALL_LOG="$WORK/calls.alloc" PINSHIM_POOL_PIN=alloc $SMALL_POLICY
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" -gt 0 ]
+    [ "$(calls_of calls.alloc cuMemHostAlloc)" -ge 1 ]
+    [ "$(calls_of calls.alloc cuMemHostRegister_v2)" = 0 ]
+
+    staged sizes FAKECUDA_CALL_LOG="$WORK/calls.fallback" FAKECUDA_FAIL=register $SMALL_POLICY
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" -gt 0 ]
+    [ "$(calls_of calls.fallback cuMemHostAlloc)" -ge 1 ]
+    ! grep -q 'warning' "$WORK/shim.err"
+}
+
+@test "a primary context reset with the pool's slab in it: the slab is unregistered, copies after it staged from a new one" {
+    staged reset FAKECUDA_CALL_LOG="$WORK/calls.reset" PINSHIM_STAGE_MIN_BYTES=1M
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" = 4 ]
+    [ "$(calls_of calls.reset cuMemHostRegister_v2)" = 2 ]
+    [ "$(calls_of calls.reset cuMemHostUnregister)" = 1 ]
 }
 
 @test "stream capture: the captured copy passes through and the graph replays it correctly" {

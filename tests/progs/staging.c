@@ -464,10 +464,30 @@ static int scenario_prewarm(void)
     return 0;
 }
 
+/* The pool's memory in device 0's primary context when the program resets it: copies before and
+ * after are staged and come back whole (the shim undoes its slab's registration before the reset). */
+static int scenario_reset(void)
+{
+    CUresult (*primary_reset)(CUdevice) =
+        (CUresult(*)(CUdevice))dlsym(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD), "cuDevicePrimaryCtxReset_v2");
+    if (!primary_reset) {
+        printf("reset: driver lacks cuDevicePrimaryCtxReset_v2\n");
+        return 1;
+    }
+    round_trip(8u << 20, 0, NULL, 81);
+    CUdevice dev0;
+    CHECK(d.device_get(&dev0, 0));
+    CHECK(primary_reset(dev0));
+    CHECK(d.primary_retain(&ctx, dev0));
+    CHECK(d.ctx_set(ctx));
+    round_trip(8u << 20, 0, NULL, 82);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|prewarm\n");
+        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|prewarm|share|reset\n");
         return 2;
     }
     setup();
@@ -484,6 +504,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "freshdst_part")) return scenario_freshdst_part();
     if (!strcmp(argv[1], "prewarm")) return scenario_prewarm();
     if (!strcmp(argv[1], "share")) return scenario_share();
+    if (!strcmp(argv[1], "reset")) return scenario_reset();
     fprintf(stderr, "unknown scenario %s\n", argv[1]);
     return 2;
 }
