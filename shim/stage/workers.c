@@ -35,26 +35,42 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
 static struct workers_job *queue_head, *queue_tail;
 static unsigned started, parallelism;
+static unsigned resident_busy; /* workers now copying parts of WORKERS_DST_RESIDENT jobs (under the lock) */
 static bool start_failed;
+
+/* A thread-count key's value: 0 = the online cores, at most `cap`; never above WORKERS_MAX. */
+static unsigned threads_from(uint64_t want, uint64_t cap)
+{
+    if (want == 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        want = cores < 1 ? 1 : (uint64_t)cores;
+        if (want > cap)
+            want = cap;
+    }
+    return want > WORKERS_MAX ? WORKERS_MAX : (unsigned)want;
+}
 
 unsigned workers_parallelism(void)
 {
     unsigned p = __atomic_load_n(&parallelism, __ATOMIC_ACQUIRE);
     if (p)
         return p;
-    uint64_t want = pinshim_policy.stage_threads;
-    if (want == 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        want = cores < 1 ? 1 : (uint64_t)cores;
-        /* measured: 16 threads beat 4 and 8 on 16 cores (tests/bench/run_staging.sh); on 32 cores
-         * (an H200 host) 32 threads took D2H copies into fresh memory from 32-39 ms to 24-26 */
-        if (want > 32)
-            want = 32;
-    }
-    if (want > WORKERS_MAX)
-        want = WORKERS_MAX;
-    __atomic_store_n(&parallelism, (unsigned)want, __ATOMIC_RELEASE);
-    return (unsigned)want;
+    /* measured: 16 threads beat 4 and 8 on 16 cores (tests/bench/run_staging.sh); on 32 cores (an
+     * H200 host) 32 threads took D2H copies into fresh memory from 32-39 ms to 24-26 */
+    p = threads_from(pinshim_policy.stage_threads, 32);
+    __atomic_store_n(&parallelism, p, __ATOMIC_RELEASE);
+    return p;
+}
+
+/* Threads sharing a copy into a pool chunk (an H2D): fewer than into a fresh destination, whose
+ * page faults scale with threads; a copy into resident memory is bound by memory bandwidth, and
+ * more threads there only give the program's busy threads (OpenMP spinning after a parallel
+ * region) more chances to preempt one holding a part. On the 32-core H200 host a fresh 64 MiB
+ * PyTorch tensor's .to("cuda") took 4.5-5.3 ms with 32 threads against 2.3-2.7 with 16. */
+static unsigned resident_parallelism(void)
+{
+    unsigned all = workers_parallelism(), p = threads_from(pinshim_policy.stage_h2d_threads, 16);
+    return p < all ? p : all;
 }
 
 static void copy_bytes(const struct workers_job *j, char *dst, const char *src, size_t n)
@@ -113,28 +129,56 @@ static void unqueue(struct workers_job *j)
         queue_tail = prev;
 }
 
+/* The first queued job with parts left that a worker may join: copies into pool chunks are shared
+ * by at most resident_parallelism() threads in all, their callers counted as one. Fully claimed
+ * jobs leave the queue on the way. Lock held. */
+static struct workers_job *job_to_join(void)
+{
+    struct workers_job *j = queue_head;
+    while (j) {
+        struct workers_job *next = j->queue_next;
+        if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) >= j->parts)
+            unqueue(j);
+        else if (!j->resident || resident_busy + 1 < resident_parallelism())
+            return j;
+        j = next;
+    }
+    return NULL;
+}
+
+/* A thread other than j's owner takes hold of j, or lets go of it having copied `copied` parts:
+ * a worker, or another job's owner helping while it waits (not counted against the resident cap:
+ * callers count as one). Lock held. */
+static void hold(struct workers_job *j, bool worker)
+{
+    j->holders++;
+    resident_busy += worker && j->resident;
+}
+
+static void let_go(struct workers_job *j, unsigned copied, bool worker)
+{
+    j->done += copied;
+    j->holders--;
+    resident_busy -= worker && j->resident;
+    if (j->done == j->parts && j->holders == 0)
+        pthread_cond_signal(&j->finished);
+}
+
 static void *worker_main(void *arg)
 {
     (void)arg;
     pinshim_enter(); /* a worker never makes a copy the shim should count */
     pthread_mutex_lock(&lock);
     for (;;) {
-        while (!queue_head)
+        struct workers_job *j;
+        while (!(j = job_to_join()))
             pthread_cond_wait(&work_ready, &lock);
-        struct workers_job *j = queue_head;
-        if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) >= j->parts) {
-            unqueue(j); /* fully claimed: let the next job come to the head */
-            continue;
-        }
-        j->holders++;
+        hold(j, true);
         pthread_mutex_unlock(&lock);
         unsigned mine = drain(j);
         pthread_mutex_lock(&lock);
         unqueue(j);
-        j->done += mine;
-        j->holders--;
-        if (j->done == j->parts && j->holders == 0)
-            pthread_cond_signal(&j->finished);
+        let_go(j, mine, true);
     }
     return NULL;
 }
@@ -173,14 +217,11 @@ static bool help_other_locked(struct workers_job *self)
         unsigned index = __atomic_fetch_add(&o->next, 1, __ATOMIC_RELAXED);
         if (index >= o->parts)
             continue;
-        o->holders++;
+        hold(o, false);
         pthread_mutex_unlock(&lock);
         copy_part(o, index);
         pthread_mutex_lock(&lock);
-        o->done++;
-        o->holders--;
-        if (o->done == o->parts && o->holders == 0)
-            pthread_cond_signal(&o->finished);
+        let_go(o, 1, false);
         return true;
     }
     return false;
@@ -188,12 +229,12 @@ static bool help_other_locked(struct workers_job *self)
 
 void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind)
 {
-    unsigned threads = workers_parallelism();
+    unsigned threads = dst_kind == WORKERS_DST_RESIDENT ? resident_parallelism() : workers_parallelism();
     size_t parts = bytes / WORKERS_MIN_PART;
     size_t most = (size_t)threads * (dst_kind == WORKERS_DST_RESIDENT ? WORKERS_PARTS_PER_THREAD : 1);
     if (parts > most)
         parts = most;
-    *j = (struct workers_job){.dst = dst, .src = src, .bytes = bytes,
+    *j = (struct workers_job){.dst = dst, .src = src, .bytes = bytes, .resident = dst_kind == WORKERS_DST_RESIDENT,
                               .streaming = dst_kind == WORKERS_DST_RESIDENT &&
                                            pinshim_policy.stage_stores == STAGE_STORES_STREAMING,
                               .aligned = dst_kind == WORKERS_DST_MAY_FAULT_HUGE && bytes / threads >= FAULT_BLOCK / 2};
@@ -258,5 +299,6 @@ void workers_forget(void)
     work_ready = fresh_cond;
     queue_head = queue_tail = NULL;
     started = 0;
+    resident_busy = 0;
     start_failed = false;
 }

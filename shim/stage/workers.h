@@ -1,7 +1,9 @@
 /* workers.h: a persistent pool of threads that memcpy large buffers in parallel, for staging.
  * The calling thread always takes part in its own copy, so a copy completes even when every worker
  * is busy with other program threads' copies (no deadlock, FIFO fairness between callers).
- * Threads start on first use; the count is the stage_threads key (calling thread included).
+ * Threads start on first use; the count is the stage_threads key (calling thread included); a copy
+ * into a pool chunk (WORKERS_DST_RESIDENT) is shared by at most stage_h2d_threads of them, all such
+ * copies together.
  * Contract: workers_memcpy() and workers_finish() are thread-safe and return when all bytes are copied. They never call
  * CUDA. After fork() the child has no workers: workers_forget() makes it copy alone. */
 #ifndef PINSHIM_WORKERS_H
@@ -23,6 +25,7 @@ struct workers_job {
     unsigned next;    /* next part to claim (atomic) */
     unsigned done;    /* parts finished (under the lock) */
     unsigned holders; /* threads other than the owner holding a pointer to this job (under the lock) */
+    bool resident;    /* WORKERS_DST_RESIDENT: counts against stage_h2d_threads */
     struct workers_job *queue_next;
     pthread_cond_t finished;
 };

@@ -7,12 +7,32 @@
  * identical" or the first problem and exits 1. */
 #define _GNU_SOURCE
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include <unistd.h>
+
+/* The workers' streaming copy, wrapped to count the threads inside it at once (the cap on threads
+ * sharing copies into pool chunks, stage_h2d_threads). */
+#define stream_copy stream_copy_real
 #include "../../shim/stage/stream_copy.c"
+#undef stream_copy
+static unsigned copying_now, copying_most;
+void stream_copy(void *dst, const void *src, size_t n);
+void stream_copy(void *dst, const void *src, size_t n)
+{
+    unsigned now = __atomic_add_fetch(&copying_now, 1, __ATOMIC_RELAXED);
+    for (unsigned most = __atomic_load_n(&copying_most, __ATOMIC_RELAXED); now > most;)
+        if (__atomic_compare_exchange_n(&copying_most, &most, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            break;
+    usleep(500); /* long enough for every thread allowed in to be in at once */
+    stream_copy_real(dst, src, n);
+    __atomic_sub_fetch(&copying_now, 1, __ATOMIC_RELAXED);
+}
+
 #include "../../shim/stage/workers.c"
 
 struct policy pinshim_policy;
@@ -103,5 +123,29 @@ int main(void)
             }
     }
     printf("workers: %u cases identical\n", cases);
+
+    /* Three 12 MiB copies into resident memory at once, with 8 threads: at most stage_h2d_threads
+     * copy at once (the caller included); with 8, more than 3 do. */
+    static const unsigned h2d_caps[] = {3, 8};
+    pinshim_policy.stage_threads = 8;
+    __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
+    pinshim_policy.stage_stores = STAGE_STORES_STREAMING;
+    for (size_t c = 0; c < sizeof h2d_caps / sizeof *h2d_caps; c++) {
+        pinshim_policy.stage_h2d_threads = h2d_caps[c];
+        __atomic_store_n(&copying_most, 0, __ATOMIC_RELAXED);
+        struct workers_job jobs[3];
+        for (int q = 0; q < 3; q++)
+            workers_start(&jobs[q], base + (size_t)q * 12 * MiB, src, 12 * MiB, WORKERS_DST_RESIDENT);
+        for (int q = 0; q < 3; q++)
+            workers_finish(&jobs[q]);
+        unsigned most = __atomic_load_n(&copying_most, __ATOMIC_RELAXED);
+        if (most > h2d_caps[c] || most < (h2d_caps[c] > 3 ? 4 : 2)) { /* the cap, and threads did join */
+            printf("workers: %u threads copied into resident memory at once with stage_h2d_threads = %u\n", most,
+                   h2d_caps[c]);
+            return 1;
+        }
+        printf("workers: at most %u of 8 threads at once into resident memory with stage_h2d_threads = %u\n", most,
+               h2d_caps[c]);
+    }
     return 0;
 }
