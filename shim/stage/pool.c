@@ -195,13 +195,16 @@ static void populate(char *mem, size_t bytes)
 static CUresult pin_slab(struct slab *s, size_t bytes)
 {
     CUresult r;
+    uint64_t t0;
     if (pinshim_policy.pool_pin == POOL_PIN_REGISTER && alloc_next_resolve()) {
         void *mem = alloc_next.mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (mem != MAP_FAILED) {
             alloc_next.madvise(mem, bytes, MADV_HUGEPAGE); /* only where the system's THP mode allows */
             alloc_next.madvise(mem, bytes, MADV_DONTFORK); /* a forked child never stages */
             populate(mem, bytes);
+            t0 = pinshim_now_ns();
             SHIM_CALL(r, fns.host_register(mem, bytes, CU_MEMHOSTREGISTER_PORTABLE));
+            stat_add(&stats.pin_ns, pinshim_now_ns() - t0);
             if (r == CUDA_SUCCESS) {
                 s->base = mem, s->bytes = bytes, s->registered = true;
                 return r;
@@ -211,7 +214,9 @@ static CUresult pin_slab(struct slab *s, size_t bytes)
     }
     size_t alloc_bytes = bytes < DRIVER_SUBALLOC_BELOW ? DRIVER_SUBALLOC_BELOW : bytes;
     void *mem = NULL;
+    t0 = pinshim_now_ns();
     SHIM_CALL(r, fns.host_alloc(&mem, alloc_bytes, CU_MEMHOSTALLOC_PORTABLE));
+    stat_add(&stats.pin_ns, pinshim_now_ns() - t0);
     s->base = mem, s->bytes = alloc_bytes, s->registered = false;
     return r;
 }
@@ -292,6 +297,7 @@ static bool grow(int dev, bool on_own_thread)
         push_free(c);
     }
     __atomic_store_n(&total_bytes, total_bytes + slab, __ATOMIC_RELAXED);
+    stat_add(&stats.slabs, 1);
     return true;
 }
 
@@ -694,6 +700,8 @@ void pool_get_stats(struct pool_stats *out)
     out->chunk_reuses = __atomic_load_n(&stats.chunk_reuses, __ATOMIC_RELAXED);
     out->acquires = __atomic_load_n(&stats.acquires, __ATOMIC_RELAXED);
     out->wait_ns = __atomic_load_n(&stats.wait_ns, __ATOMIC_RELAXED);
+    out->slabs = __atomic_load_n(&stats.slabs, __ATOMIC_RELAXED);
+    out->pin_ns = __atomic_load_n(&stats.pin_ns, __ATOMIC_RELAXED);
 }
 
 void pool_forget(void)

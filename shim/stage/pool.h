@@ -93,6 +93,7 @@ void pool_forget_context(CUcontext ctx, CUdevice dev);
 
 struct pool_stats {
     uint64_t pool_bytes, high_water_bytes, chunk_reuses, acquires, wait_ns;
+    uint64_t slabs, pin_ns; /* slabs pinned, and the time spent in the driver's pinning calls */
 };
 void pool_get_stats(struct pool_stats *out);
 

@@ -37,10 +37,11 @@ size_t stage_summary_json(char *buf, size_t len)
     size_t at = 0;
     append(buf, len, &at,
            ",\"staging\":{\"staged_copies\":%llu,\"staged_bytes\":%llu,\"pool_bytes\":%llu,"
-           "\"pool_high_water_bytes\":%llu,\"chunk_acquires\":%llu,\"chunk_reuses\":%llu,\"wait_ns\":%llu,"
+           "\"pool_high_water_bytes\":%llu,\"pool_slabs\":%llu,\"pool_pin_ns\":%llu,\"chunk_acquires\":%llu,\"chunk_reuses\":%llu,\"wait_ns\":%llu,"
            "\"hugepage_copies\":%llu,\"hugepage_bytes\":%llu,\"hugepage_program_decides\":%s,\"unstaged\":[",
            (unsigned long long)n, (unsigned long long)bytes, (unsigned long long)ps.pool_bytes,
-           (unsigned long long)ps.high_water_bytes, (unsigned long long)ps.acquires,
+           (unsigned long long)ps.high_water_bytes, (unsigned long long)ps.slabs, (unsigned long long)ps.pin_ns,
+           (unsigned long long)ps.acquires,
            (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns, (unsigned long long)hp.copies,
            (unsigned long long)hp.bytes, hp.program_decides ? "true" : "false");
     bool first = true;
@@ -60,7 +61,7 @@ size_t stage_summary_text(char *buf, size_t len)
 {
     uint64_t n, bytes, c, b;
     struct pool_stats ps;
-    char b1[32], b2[32], b3[32], b4[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
     int pid = (int)getpid();
     stats_staged(&n, &bytes);
     pool_get_stats(&ps);
@@ -68,10 +69,11 @@ size_t stage_summary_text(char *buf, size_t len)
     buf[0] = '\0';
     if (n || ps.pool_bytes)
         append(buf, len, &at,
-               "==%d== staging: %llu copies (%s) through the pinned pool; pool %s (high water %s), %llu chunk "
-               "reuses, %s waiting for chunks\n",
+               "==%d== staging: %llu copies (%s) through the pinned pool; pool %s (high water %s; %llu slabs, "
+               "%s in the driver pinning them), %llu chunk reuses, %s waiting for chunks\n",
                pid, (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_bytes(ps.pool_bytes, b2, sizeof b2),
-               units_bytes(ps.high_water_bytes, b3, sizeof b3), (unsigned long long)ps.chunk_reuses,
+               units_bytes(ps.high_water_bytes, b3, sizeof b3), (unsigned long long)ps.slabs,
+               units_ns(ps.pin_ns, b5, sizeof b5), (unsigned long long)ps.chunk_reuses,
                units_ns(ps.wait_ns, b4, sizeof b4));
     struct hugepage_stats hp;
     hugepage_get_stats(&hp);

@@ -178,6 +178,7 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field 'st["staged_copies"]')" -gt 0 ]
     [ "$(calls_of calls.register cuMemHostRegister_v2)" -ge 1 ]
     [ "$(calls_of calls.register cuMemHostAlloc)" = 0 ]
+    [ "$(staging_field 'st["pool_slabs"] == '"$(calls_of calls.register cuMemHostRegister_v2)"' and st["pool_pin_ns"] > 0')" = True ]
 
     staged sizes FAKECUDA_CALL_LOG="$WORK/calls.alloc" PINSHIM_POOL_PIN=alloc $SMALL_POLICY
     diff "$WORK/plain.out" "$WORK/shim.out"
