@@ -62,14 +62,15 @@ unsigned workers_parallelism(void)
     return p;
 }
 
-/* Threads sharing a copy into a pool chunk (an H2D): fewer than into a fresh destination, whose
- * page faults scale with threads; a copy into resident memory is bound by memory bandwidth, and
- * more threads there only give the program's busy threads (OpenMP spinning after a parallel
- * region) more chances to preempt one holding a part. On the 32-core H200 host a fresh 64 MiB
- * PyTorch tensor's .to("cuda") took 4.5-5.3 ms with 32 threads against 2.3-2.7 with 16. */
+/* Threads sharing the copies into pool chunks (H2D): fewer than into fresh destinations, whose
+ * page faults scale with threads. A copy into resident memory is bound by memory bandwidth, and
+ * where the program's threads are busy (OpenMP threads spinning after a parallel region) more
+ * threads of ours mostly get preempted holding parts. Measured on the 32-core H200 host, fresh
+ * PyTorch tensors .to("cuda"), medians of 5 in one run (ms, 64 MiB / 1 GiB): 8 threads 2.89 / 36.2,
+ * 16 threads 8.51 / 46.6, 32 threads 6.68 / 30.4; 31 workers before this cap 3.58 / 58.9. */
 static unsigned resident_parallelism(void)
 {
-    unsigned all = workers_parallelism(), p = threads_from(pinshim_policy.stage_h2d_threads, 16);
+    unsigned all = workers_parallelism(), p = threads_from(pinshim_policy.stage_h2d_threads, 8);
     return p < all ? p : all;
 }
 
@@ -261,7 +262,11 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
     else
         queue_head = j;
     queue_tail = j;
-    pthread_cond_broadcast(&work_ready);
+    if (j->resident) /* wake only the workers it may take: waking them all has the others compete for cores for nothing */
+        for (unsigned n = j->parts - 1 < threads - 1 ? j->parts - 1 : threads - 1; n > 0; n--)
+            pthread_cond_signal(&work_ready);
+    else
+        pthread_cond_broadcast(&work_ready);
     pthread_mutex_unlock(&lock);
 }
 
