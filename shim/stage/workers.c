@@ -65,9 +65,9 @@ unsigned workers_parallelism(void)
 /* Threads sharing the copies into pool chunks (H2D): fewer than into fresh destinations, whose
  * page faults scale with threads. A copy into resident memory is bound by memory bandwidth, and
  * where the program's threads are busy (OpenMP threads spinning after a parallel region) more
- * threads of ours mostly get preempted holding parts. Measured on the 32-core H200 host, fresh
- * PyTorch tensors .to("cuda"), medians of 5 in one run (ms, 64 MiB / 1 GiB): 8 threads 2.89 / 36.2,
- * 16 threads 8.51 / 46.6, 32 threads 6.68 / 30.4; 31 workers before this cap 3.58 / 58.9. */
+ * threads of ours mostly get preempted holding parts. Fresh PyTorch tensors .to("cuda") on the
+ * 32-core H200 host, medians in two runs (ms, 64 MiB / 1 GiB): 8 threads 2.89 / 36.2 and
+ * 4.59 / 35.8; 32 threads 6.68 / 30.4 and 6.10 / 29.4; 16 threads (one run) 8.51 / 46.6. */
 static unsigned resident_parallelism(void)
 {
     unsigned all = workers_parallelism(), p = threads_from(pinshim_policy.stage_h2d_threads, 8);
