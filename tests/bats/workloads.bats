@@ -180,3 +180,25 @@ PY
     [ "$status" -ne 0 ]
     echo "$output" | grep -F "bench-workloads: $WORK/nobuild/libpinshim.so is missing"
 }
+
+@test "compare_builds.py: each variant's median per metric, order rotating; a failed run and bad variants are named" {
+    local cmp="$ROOT/tests/bench/workloads/compare_builds.py" fake="$ROOT/tests/bench/workloads/fake.py"
+    run python3 "$cmp" --rounds 3 "$fake" faster -- none=none shim="$SHIM" shim_nostage="$SHIM",PINSHIM_STAGE=off
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # fake.py faster: 10 ms without the shim, 5 with it (BENCH_WL_PAIR unset)
+    echo "$output" | grep -E '^t +10 \(10-10\) +5 \(5-5\) +5 \(5-5\)$'
+    run python3 "$cmp" --rounds 2 "$fake" crash -- shim="$SHIM"
+    echo "$output"
+    [ "$status" -eq 0 ] # fake.py crash fails only in the harness's pair 2
+    run python3 "$cmp" "$fake" faster -- broken="$WORK/nowhere.so"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F "variant broken: no library at $WORK/nowhere.so"
+    run python3 "$cmp" "$fake" faster -- noequals
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F "variant 'noequals' is not NAME=LIBRARY[,KEY=VALUE...]"
+    BENCH_WL_PAIR=2 run python3 "$cmp" --rounds 1 "$fake" crash -- none=none shim="$SHIM"
+    echo "$output"
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -E '^round 1, shim: exit 3'
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""compare_builds.py: one workload script of the suite under several builds or settings of the shim,
+in one run, for comparing variants side by side (machine instances differ more between runs than
+variants do, so compare only within one run). Each round runs every variant once, the order rotating
+from round to round; then each metric's median (min-max) per variant. Never judges the numbers;
+exit status 1 when a run printed no result, 2 on bad usage.
+
+usage: compare_builds.py [--rounds N] SCRIPT [ARG...] -- VARIANT...
+  SCRIPT    a workload script (tests/bench/workloads/*.py) and its arguments
+  VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, or "none" for no
+            shim; KEY=VALUE pairs are set in the environment of that variant's runs
+example: compare_builds.py --rounds 5 tests/bench/workloads/torch_fresh.py -- none=none \\
+             old=/tmp/old/libpinshim.so new=build/libpinshim.so new8=build/libpinshim.so,PINSHIM_STAGE_H2D_THREADS=8
+Standard library only."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def usage(message):
+    sys.stderr.write("compare_builds.py: %s\n%s" % (message, __doc__.split("\n\n", 1)[1]))
+    sys.exit(2)
+
+
+def parse(argv):
+    rounds = 3
+    if argv[:1] == ["--rounds"]:
+        if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1:
+            usage("--rounds wants a whole number of at least 1")
+        rounds, argv = int(argv[1]), argv[2:]
+    if "--" not in argv:
+        usage("missing -- between the script and the variants")
+    cut = argv.index("--")
+    script, specs = argv[:cut], argv[cut + 1:]
+    if not script or not specs:
+        usage("give a script and at least one variant")
+    variants = []
+    for spec in specs:
+        name, sep, rest = spec.partition("=")
+        if not sep or not name or not rest:
+            usage("variant %r is not NAME=LIBRARY[,KEY=VALUE...]" % spec)
+        library, *settings = rest.split(",")
+        env = dict(os.environ, PINSHIM_SUMMARY="none")
+        env.pop("LD_PRELOAD", None)
+        if library != "none":
+            if not os.path.isfile(library):
+                usage("variant %s: no library at %s" % (name, library))
+            env["LD_PRELOAD"] = os.path.abspath(library)
+        for kv in settings:
+            key, sep, value = kv.partition("=")
+            if not sep or not key:
+                usage("variant %s: setting %r is not KEY=VALUE" % (name, kv))
+            env[key] = value
+        variants.append((name, env))
+    return rounds, script, variants
+
+
+def run_once(script, env):
+    """The metrics ({key: value}) of one run, or None with the reason."""
+    try:
+        done = subprocess.run([sys.executable] + script, env=env, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after 300 s"
+    results = [l for l in done.stdout.splitlines() if l.startswith("{")]
+    if done.returncode != 0 or not results:
+        return None, "exit %d: %s" % (done.returncode, done.stderr.strip().splitlines()[-1:] or "no output")
+    line = json.loads(results[-1])
+    if "skipped" in line:
+        return None, "skipped: " + line["skipped"]
+    return {m["key"]: m["value"] for m in line["metrics"]}, None
+
+
+def main(argv):
+    rounds, script, variants = parse(argv)
+    values = {name: {} for name, _ in variants}
+    failed = False
+    for r in range(rounds):
+        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        for name, env in order:
+            metrics, why = run_once(script, env)
+            if metrics is None:
+                print("round %d, %s: %s" % (r + 1, name, why))
+                failed = True
+                continue
+            for key, value in metrics.items():
+                values[name].setdefault(key, []).append(value)
+    keys = []
+    for per in values.values():
+        keys += [k for k in per if k not in keys]
+    width = max([len(k) for k in keys] + [6])
+    print("# %s, %d rounds, order rotating; median (min-max) per variant" % (" ".join(script), rounds))
+    print("%-*s" % (width, "metric") + "".join("%26s" % name for name, _ in variants))
+    for key in keys:
+        cells = []
+        for name, _ in variants:
+            v = values[name].get(key, [])
+            cells.append("%.3g (%.3g-%.3g)" % (statistics.median(v), min(v), max(v)) if v else "-")
+        print("%-*s" % (width, key) + "".join("%26s" % c for c in cells))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
