@@ -188,10 +188,10 @@ static void populate(char *mem, size_t bytes)
 
 /* Pins `bytes` for slab s in the current context. pool_pin=register: the shim's own mapping (huge
  * pages advised, faulted in here, left out of forked children), then cuMemHostRegister, which holds
- * the driver for a small part of what cuMemHostAlloc does (FACTS.md: 4.1 against 34.7 ms for 64 MiB
- * on an H200) -- and while it holds it, other threads' copies wait (two GPUs staging at once: a
- * round of 256 MiB H2D copies fell from 25-40 to 7-9 GB/s each time the pool grew). Falls back to
- * cuMemHostAlloc when the mapping or the registration is refused. */
+ * the driver for a fraction of what cuMemHostAlloc does (2 x H200 host, three 64 MiB slabs: 28-40
+ * against 112-126 ms in the driver); while the driver pins, other threads' calls wait (two GPUs
+ * staging 256 MiB copies at once had rounds at 4-9 GB/s per device instead of 15-40 with
+ * cuMemHostAlloc). Falls back to cuMemHostAlloc when the mapping or the registration is refused. */
 static CUresult pin_slab(struct slab *s, size_t bytes)
 {
     CUresult r;
