@@ -88,9 +88,10 @@ static bool resolve(void)
     RESOLVE(ctx_pop, "cuCtxPopCurrent_v2");
     RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
     resolved = true;
-    if (!fns.host_alloc || !fns.host_register || !fns.host_unregister || !fns.event_create || !fns.event_destroy || !fns.event_record || !fns.event_query ||
-        !fns.event_sync || !fns.stream_sync || !fns.ctx_get_current || !fns.ctx_set_current ||
-        !fns.ctx_get_device || !fns.ctx_push || !fns.ctx_pop || !fns.primary_retain) {
+    if (!fns.host_alloc || !fns.host_register || !fns.host_unregister || !fns.event_create ||
+        !fns.event_destroy || !fns.event_record || !fns.event_query || !fns.event_sync || !fns.stream_sync ||
+        !fns.ctx_get_current || !fns.ctx_set_current || !fns.ctx_get_device || !fns.ctx_push || !fns.ctx_pop ||
+        !fns.primary_retain) {
         broken = true;
         pinshim_warn("warning: the CUDA driver lacks a function staging needs; pageable copies pass through");
     }
@@ -279,7 +280,8 @@ static bool grow(int dev, bool on_own_thread)
             broken = true;
             pinshim_warn("warning: pinned memory for staging was refused (%s of %llu bytes returned %d); "
                          "pageable copies pass through unchanged",
-                         pinshim_policy.pool_pin == POOL_PIN_REGISTER ? "cuMemHostRegister and cuMemHostAlloc" : "cuMemHostAlloc",
+                         pinshim_policy.pool_pin == POOL_PIN_REGISTER ? "cuMemHostRegister and cuMemHostAlloc"
+                                                                      : "cuMemHostAlloc",
                          (unsigned long long)slab, (int)r);
         } else {
             max_bytes = total_bytes; /* work within what we have */

@@ -262,7 +262,7 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
     else
         queue_head = j;
     queue_tail = j;
-    if (j->resident) /* wake only the workers it may take: waking them all has the others compete for cores for nothing */
+    if (j->resident) /* wake only as many workers as may take part: the others would wake for nothing */
         for (unsigned n = j->parts - 1 < threads - 1 ? j->parts - 1 : threads - 1; n > 0; n--)
             pthread_cond_signal(&work_ready);
     else
