@@ -32,10 +32,11 @@
 #define FAULT_BLOCK ((size_t)2 << 20)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;     /* where workers that copy no H2D wait */
+static pthread_cond_t resident_ready = PTHREAD_COND_INITIALIZER; /* where the others wait */
 static struct workers_job *queue_head, *queue_tail;
-static unsigned started, parallelism;
-static unsigned resident_busy; /* workers now copying parts of WORKERS_DST_RESIDENT jobs (under the lock) */
+static unsigned started;
+static unsigned parallelism, resident_threads; /* resolved together, once: see workers_parallelism() */
 static bool start_failed;
 
 /* A thread-count key's value: 0 = the online cores, at most `cap`; never above WORKERS_MAX. */
@@ -50,6 +51,8 @@ static unsigned threads_from(uint64_t want, uint64_t cap)
     return want > WORKERS_MAX ? WORKERS_MAX : (unsigned)want;
 }
 
+/* Both thread counts, resolved on first use and kept: they are read for every copy and by every
+ * worker looking at the queue (resolving them each time called sysconf, which reads a sysfs file). */
 unsigned workers_parallelism(void)
 {
     unsigned p = __atomic_load_n(&parallelism, __ATOMIC_ACQUIRE);
@@ -58,6 +61,8 @@ unsigned workers_parallelism(void)
     /* measured: 16 threads beat 4 and 8 on 16 cores (tests/bench/run_staging.sh); on 32 cores (an
      * H200 host) 32 threads took D2H copies into fresh memory from 32-39 ms to 24-26 */
     p = threads_from(pinshim_policy.stage_threads, 32);
+    unsigned resident = threads_from(pinshim_policy.stage_h2d_threads, 8);
+    __atomic_store_n(&resident_threads, resident < p ? resident : p, __ATOMIC_RELAXED);
     __atomic_store_n(&parallelism, p, __ATOMIC_RELEASE);
     return p;
 }
@@ -66,12 +71,12 @@ unsigned workers_parallelism(void)
  * page faults scale with threads. A copy into resident memory is bound by memory bandwidth, and
  * where the program's threads are busy (OpenMP threads spinning after a parallel region) more
  * threads of ours mostly get preempted holding parts. Fresh PyTorch tensors .to("cuda") on the
- * 32-core H200 host, medians in two runs (ms, 64 MiB / 1 GiB): 8 threads 2.89 / 36.2 and
- * 4.59 / 35.8; 32 threads 6.68 / 30.4 and 6.10 / 29.4; 16 threads (one run) 8.51 / 46.6. */
+ * 32-core H200 host, one run, 5 rounds (ms, 64 MiB / 1 GiB): 8 threads 2.89 / 36.2, 32 threads
+ * 6.68 / 30.4, before the cap (31 workers) 3.58 / 58.9. */
 static unsigned resident_parallelism(void)
 {
-    unsigned all = workers_parallelism(), p = threads_from(pinshim_policy.stage_h2d_threads, 8);
-    return p < all ? p : all;
+    workers_parallelism();
+    return __atomic_load_n(&resident_threads, __ATOMIC_RELAXED);
 }
 
 static void copy_bytes(const struct workers_job *j, char *dst, const char *src, size_t n)
@@ -130,56 +135,55 @@ static void unqueue(struct workers_job *j)
         queue_tail = prev;
 }
 
-/* The first queued job with parts left that a worker may join: copies into pool chunks are shared
- * by at most resident_parallelism() threads in all, their callers counted as one. Fully claimed
- * jobs leave the queue on the way. Lock held. */
-static struct workers_job *job_to_join(void)
+/* Whether worker `index` copies into pool chunks: the first stage_h2d_threads - 1 workers do (the
+ * caller of each copy makes up the count); the others never take such a copy and are never woken
+ * for one, so a new H2D piece wakes no worker that could not take part in it. */
+static bool serves_resident(unsigned index) { return index + 1 < resident_parallelism(); }
+
+/* The first queued job with parts left that this worker may join; fully claimed jobs leave the
+ * queue on the way. Lock held. */
+static struct workers_job *job_to_join(bool resident_ok)
 {
     struct workers_job *j = queue_head;
     while (j) {
         struct workers_job *next = j->queue_next;
         if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) >= j->parts)
             unqueue(j);
-        else if (!j->resident || resident_busy + 1 < resident_parallelism())
+        else if (!j->resident || resident_ok)
             return j;
         j = next;
     }
     return NULL;
 }
 
-/* A thread other than j's owner takes hold of j, or lets go of it having copied `copied` parts:
- * a worker, or another job's owner helping while it waits (not counted against the resident cap:
- * callers count as one). Lock held. */
-static void hold(struct workers_job *j, bool worker)
-{
-    j->holders++;
-    resident_busy += worker && j->resident;
-}
+/* A thread other than j's owner (a worker, or another job's owner helping while it waits) takes
+ * hold of j, or lets go of it having copied `copied` parts. Lock held. */
+static void hold(struct workers_job *j) { j->holders++; }
 
-static void let_go(struct workers_job *j, unsigned copied, bool worker)
+static void let_go(struct workers_job *j, unsigned copied)
 {
     j->done += copied;
     j->holders--;
-    resident_busy -= worker && j->resident;
     if (j->done == j->parts && j->holders == 0)
         pthread_cond_signal(&j->finished);
 }
 
 static void *worker_main(void *arg)
 {
-    (void)arg;
+    unsigned index = (unsigned)(uintptr_t)arg;
     pinshim_enter(); /* a worker never makes a copy the shim should count */
     pthread_mutex_lock(&lock);
     for (;;) {
         struct workers_job *j;
-        while (!(j = job_to_join()))
-            pthread_cond_wait(&work_ready, &lock);
-        hold(j, true);
+        bool resident_ok;
+        while (!(j = job_to_join(resident_ok = serves_resident(index))))
+            pthread_cond_wait(resident_ok ? &resident_ready : &work_ready, &lock);
+        hold(j);
         pthread_mutex_unlock(&lock);
         unsigned mine = drain(j);
         pthread_mutex_lock(&lock);
         unqueue(j);
-        let_go(j, mine, true);
+        let_go(j, mine);
     }
     return NULL;
 }
@@ -196,7 +200,7 @@ static void start_workers(void)
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old); /* the program's signals are not for our threads */
-        int r = pthread_create(&t, &attr, worker_main, NULL);
+        int r = pthread_create(&t, &attr, worker_main, (void *)(uintptr_t)started);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
         if (r != 0) {
@@ -218,11 +222,11 @@ static bool help_other_locked(struct workers_job *self)
         unsigned index = __atomic_fetch_add(&o->next, 1, __ATOMIC_RELAXED);
         if (index >= o->parts)
             continue;
-        hold(o, false);
+        hold(o);
         pthread_mutex_unlock(&lock);
         copy_part(o, index);
         pthread_mutex_lock(&lock);
-        let_go(o, 1, false);
+        let_go(o, 1);
         return true;
     }
     return false;
@@ -262,11 +266,13 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
     else
         queue_head = j;
     queue_tail = j;
-    if (j->resident) /* wake only as many workers as may take part: the others would wake for nothing */
+    if (j->resident) { /* only the workers that copy into pool chunks, as many as may take part */
         for (unsigned n = j->parts - 1 < threads - 1 ? j->parts - 1 : threads - 1; n > 0; n--)
-            pthread_cond_signal(&work_ready);
-    else
+            pthread_cond_signal(&resident_ready);
+    } else {
         pthread_cond_broadcast(&work_ready);
+        pthread_cond_broadcast(&resident_ready);
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -302,8 +308,8 @@ void workers_forget(void)
     pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
     lock = fresh_lock;
     work_ready = fresh_cond;
+    resident_ready = fresh_cond;
     queue_head = queue_tail = NULL;
     started = 0;
-    resident_busy = 0;
     start_failed = false;
 }

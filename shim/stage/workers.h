@@ -25,7 +25,7 @@ struct workers_job {
     unsigned next;    /* next part to claim (atomic) */
     unsigned done;    /* parts finished (under the lock) */
     unsigned holders; /* threads other than the owner holding a pointer to this job (under the lock) */
-    bool resident;    /* WORKERS_DST_RESIDENT: counts against stage_h2d_threads */
+    bool resident;    /* WORKERS_DST_RESIDENT: only the workers that serve pool chunks take part */
     struct workers_job *queue_next;
     pthread_cond_t finished;
 };

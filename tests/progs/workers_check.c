@@ -33,7 +33,16 @@ void stream_copy(void *dst, const void *src, size_t n)
     __atomic_sub_fetch(&copying_now, 1, __ATOMIC_RELAXED);
 }
 
+/* sysconf, counted: the thread counts are resolved once, not per copy */
+static unsigned sysconf_calls;
+static long counting_sysconf(int name)
+{
+    sysconf_calls++;
+    return sysconf(name);
+}
+#define sysconf counting_sysconf
 #include "../../shim/stage/workers.c"
+#undef sysconf
 
 struct policy pinshim_policy;
 __thread int pinshim_depth;
@@ -132,6 +141,10 @@ int main(void)
     pinshim_policy.stage_stores = STAGE_STORES_STREAMING;
     for (size_t c = 0; c < sizeof h2d_caps / sizeof *h2d_caps; c++) {
         pinshim_policy.stage_h2d_threads = h2d_caps[c];
+        __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE); /* resolved again with this cap */
+        /* Which workers serve pool chunks is fixed for a process; changed here, it takes effect
+         * as each worker next waits: a copy into fault-prone memory wakes them all first. */
+        workers_memcpy(base, src, 4 * MiB, WORKERS_DST_MAY_FAULT);
         __atomic_store_n(&copying_most, 0, __ATOMIC_RELAXED);
         struct workers_job jobs[3];
         for (int q = 0; q < 3; q++)
@@ -147,5 +160,23 @@ int main(void)
         printf("workers: at most %u of 8 threads at once into resident memory with stage_h2d_threads = %u\n", most,
                h2d_caps[c]);
     }
+
+    /* Default thread counts (0: from the cores): resolved once for any number of copies. */
+    pinshim_policy.stage_threads = 0;
+    pinshim_policy.stage_h2d_threads = 0;
+    __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
+    unsigned before = sysconf_calls;
+    for (int round = 0; round < 20; round++) {
+        struct workers_job jobs[3];
+        for (int q = 0; q < 3; q++)
+            workers_start(&jobs[q], base + (size_t)q * 12 * MiB, src, 12 * MiB, WORKERS_DST_RESIDENT);
+        for (int q = 0; q < 3; q++)
+            workers_finish(&jobs[q]);
+    }
+    if (sysconf_calls - before > 2) {
+        printf("workers: %u sysconf calls for 60 copies (the thread counts are not kept)\n", sysconf_calls - before);
+        return 1;
+    }
+    printf("workers: thread counts resolved once for 60 copies\n");
     return 0;
 }
