@@ -40,7 +40,7 @@
     X(COUNT, stage_threads, "0", "",                                                           \
       "threads that memcpy into and out of the pool, the calling thread included; 0 = min(cores, 32)") \
     X(COUNT, stage_h2d_threads, "0", "",                                                       \
-      "of those, how many share the copies into the pool (H2D), the calling thread included; 0 = min(cores, 8) (fresh 64 MiB PyTorch tensors .to(\"cuda\") on a 32-core H200 host, two runs: 2.89 and 4.59 ms with 8 threads, 6.68 and 6.10 with 32; 1 GiB: 36.2 and 35.8 against 30.4 and 29.4)") \
+      "of those, how many share the copies into the pool (H2D), the calling thread included; 0 = min(cores, 8) (fresh 64 MiB PyTorch tensors .to(\"cuda\") on a 32-core H200 host: 2.0-3.0 ms with 8 threads, 3.3-6.7 with 32; 1 GiB 36 against 30 ms)") \
     X(SIZE, pool_max_bytes, "0", "",                                                           \
       "cap on pinned pool memory; at the cap staging waits for the oldest chunk; 0 = 1/16 of RAM, at most 1G") \
     X(SIZE, pool_slab_bytes, "64M", "",                                                        \
