@@ -47,6 +47,9 @@ static pthread_cond_t chunk_returned = PTHREAD_COND_INITIALIZER;
 static struct pool_chunk *free_head, *free_tail;
 static struct driver_fns fns;
 static bool resolved, broken, growing;
+/* The device whose primary context the shim is using outside the lock (pinning a slab, timing the
+ * link), or -1: a reset of that device waits until it is done (lock held to read or write). */
+static int pinning_dev = -1, probing_dev = -1;
 /* One allocation of pinned memory, cut into chunks. */
 struct slab {
     void *base;
@@ -259,6 +262,7 @@ static bool grow(int dev, bool on_own_thread)
     if (!s)
         return false;
     unsigned gen = generation[dev];
+    pinning_dev = dev;
     pthread_mutex_unlock(&lock);
     CUresult r;
     if (on_own_thread) {
@@ -274,6 +278,8 @@ static bool grow(int dev, bool on_own_thread)
         }
     }
     pthread_mutex_lock(&lock);
+    pinning_dev = -1;
+    pthread_cond_broadcast(&chunk_returned); /* a reset may be waiting */
     if (r != CUDA_SUCCESS) {
         free(s);
         if (total_bytes == 0) {
@@ -325,10 +331,13 @@ static void probe_with_one_chunk(int dev)
     probed[dev] = true;
     pop_free(c, prev);
     in_use_bytes += c->bytes;
+    probing_dev = dev;
     pthread_mutex_unlock(&lock);
     linkprobe_run(dev, c->ptr, c->bytes);
     give_back(c); /* takes the lock */
     pthread_mutex_lock(&lock);
+    probing_dev = -1;
+    pthread_cond_broadcast(&chunk_returned); /* a reset may be waiting */
 }
 
 /* Background growth: cuMemHostAlloc takes milliseconds (35 ms for 64 MiB on the H200), so by
@@ -677,6 +686,10 @@ void pool_drop_device(CUdevice dev)
     if (dev < 0 || dev >= POOL_MAX_DEVICES)
         return;
     pthread_mutex_lock(&lock);
+    /* the shim's own work in this device's context ends before the reset: its events and streams
+     * would be gone under it (using one then crashes the real driver) */
+    while (pinning_dev == dev || probing_dev == dev)
+        pthread_cond_wait(&chunk_returned, &lock);
     generation[dev]++;
     struct pool_chunk *prev = NULL, *c = free_head;
     uint64_t dropped = 0;
@@ -715,6 +728,7 @@ void pool_forget(void)
     free_head = free_tail = NULL;
     total_bytes = in_use_bytes = 0;
     growing = false;
+    pinning_dev = probing_dev = -1;
     STAILQ_INIT(&waiters);
     broken = true; /* the child never stages: no CUDA calls in a forked child */
     resolved = true;

@@ -81,7 +81,9 @@ bool pool_available(void);
 /* Chunk size in bytes (stage_chunk_bytes, at least 64 KiB). */
 size_t pool_chunk_bytes(void);
 
-/* The program resets a device's primary context: forget the slabs it holds (they are freed). */
+/* The program resets a device's primary context: waits until the shim's own work in it ends (a slab
+ * being pinned, the link probe), then forgets the slabs it holds (freed by the reset; registered
+ * ones are unregistered and unmapped once all their chunks are back). */
 void pool_drop_device(CUdevice dev);
 
 /* A context is about to be destroyed (ctx), or device dev's primary context reset (ctx NULL): the
