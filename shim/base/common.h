@@ -4,6 +4,7 @@
 #ifndef PINSHIM_COMMON_H
 #define PINSHIM_COMMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -45,6 +46,10 @@ extern __thread uintptr_t pinshim_caller __attribute__((tls_model("initial-exec"
 
 static inline void pinshim_enter(void) { pinshim_depth++; }
 static inline void pinshim_leave(void) { pinshim_depth--; }
+
+/* pthread_cond_timedwait for at most `ns` on a condition variable made with its default clock
+ * (PTHREAD_COND_INITIALIZER: CLOCK_REALTIME, so the deadline is taken from that clock). */
+void pinshim_cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t ns);
 
 /* Diagnostics go to stderr with the sanitizer-style "==pid== pinshim:" prefix.
  * Thread-safe (one write(2) per message); not async-signal-safe (uses vsnprintf). */

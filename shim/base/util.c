@@ -1,4 +1,4 @@
-/* util.c: the diagnostic writer and the reentrancy counter declared in common.h. */
+/* util.c: the diagnostic writer, the reentrancy counter and the timed wait declared in common.h. */
 #include "common.h"
 
 #include <stdarg.h>
@@ -22,4 +22,17 @@ void pinshim_warn(const char *fmt, ...)
     buf[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, buf, len);
     (void)w;
+}
+
+void pinshim_cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t ns)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(ns / 1000000000u);
+    until.tv_nsec += (long)(ns % 1000000000u);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cond, mutex, &until);
 }

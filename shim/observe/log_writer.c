@@ -207,14 +207,7 @@ static void *writer_main(void *arg)
     for (;;) {
         pthread_mutex_lock(&wake_lock);
         if (!__atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE) && !__atomic_load_n(&wake_pending, __ATOMIC_RELAXED)) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += WRITER_IDLE_WAIT_MS * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&wake_cond, &wake_lock, &until);
+            pinshim_cond_wait_ns(&wake_cond, &wake_lock, WRITER_IDLE_WAIT_MS * 1000000ull);
         }
         __atomic_store_n(&wake_pending, false, __ATOMIC_RELAXED);
         bool stop = __atomic_load_n(&writer_stop, __ATOMIC_ACQUIRE);

@@ -8,7 +8,6 @@
 #include <sys/mman.h>
 #include <sys/queue.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/common.h"
@@ -531,16 +530,7 @@ static bool wait_for_return(uint64_t deadline_ns)
     uint64_t now = pinshim_now_ns();
     if (now >= deadline_ns)
         return false;
-    uint64_t left = deadline_ns - now < POOL_POLL_NS ? deadline_ns - now : POOL_POLL_NS;
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(left / 1000000000u);
-    until.tv_nsec += (long)(left % 1000000000u);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&chunk_returned, &lock, &until);
+    pinshim_cond_wait_ns(&chunk_returned, &lock, deadline_ns - now < POOL_POLL_NS ? deadline_ns - now : POOL_POLL_NS);
     return true;
 }
 
