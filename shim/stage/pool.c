@@ -224,12 +224,13 @@ static CUresult pin_slab(struct slab *s, size_t bytes)
     return r;
 }
 
-/* A chunk of a slab whose device was reset is dropped; the last one dropped frees the slab. Its
+/* A chunk of a slab whose device was reset leaves the pool; the last one to go frees the slab. Its
  * registration is undone first where the context still holds it (the reset undoes it otherwise);
  * cuMemHostAlloc'd memory the reset itself frees. Lock held. */
 static void drop_chunk(struct pool_chunk *c)
 {
     struct slab *s = c->slab;
+    __atomic_store_n(&total_bytes, total_bytes - c->bytes, __ATOMIC_RELAXED);
     if (--s->alive > 0)
         return;
     if (s->registered) {
@@ -633,10 +634,8 @@ static void give_back(struct pool_chunk *c)
     in_use_bytes -= c->bytes;
     if (c->generation == generation[c->device])
         push_free(c);
-    else { /* its slab died with a device reset */
-        __atomic_store_n(&total_bytes, total_bytes - c->bytes, __ATOMIC_RELAXED);
-        drop_chunk(c);
-    }
+    else
+        drop_chunk(c); /* its slab died with a device reset */
     pthread_cond_broadcast(&chunk_returned);
     pthread_mutex_unlock(&lock);
 }
@@ -682,19 +681,16 @@ void pool_drop_device(CUdevice dev)
         pthread_cond_wait(&chunk_returned, &lock);
     generation[dev]++;
     struct pool_chunk *prev = NULL, *c = free_head;
-    uint64_t dropped = 0;
     while (c) {
         struct pool_chunk *next = c->next;
         if (c->device == dev) {
             pop_free(c, prev);
-            dropped += c->bytes;
             drop_chunk(c);
         } else {
             prev = c;
         }
         c = next;
     }
-    __atomic_store_n(&total_bytes, total_bytes - dropped, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&lock);
 }
 
