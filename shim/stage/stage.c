@@ -101,6 +101,13 @@ static uint64_t patience_ns(size_t bytes)
     return ns < 2000000 ? 2000000 : ns > 20000000 ? 20000000 : ns;
 }
 
+/* A pipeline's next chunk: its first may be waited for (patience_ns), the others are taken only
+ * when pool_acquire_more allows. */
+static struct pool_chunk *next_chunk(bool first, size_t bytes, CUstream stream, enum pool_miss *why)
+{
+    return first ? pool_acquire(stream, patience_ns(bytes), why) : pool_acquire_more(stream, why);
+}
+
 /* "For transfers from pageable host memory to device memory, a stream sync is performed before
  * the copy is initiated" (CUDA's API synchronization behavior): a sync H2D keeps that. */
 static CUresult presync(CUstream stream)
@@ -171,7 +178,7 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
             struct pool_chunk *ch = shared;
             if (!ch) {
                 enum pool_miss why;
-                ch = count == 0 ? pool_acquire(stream, patience_ns(bytes), &why) : pool_acquire_more(stream, &why);
+                ch = next_chunk(count == 0, bytes, stream, &why);
                 if (!ch) {
                     if (next_off == 0) {
                         c->unstaged = miss_reason(why);
@@ -280,8 +287,7 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
         /* enqueue as many DMAs as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < D2H_WINDOW) {
             enum pool_miss why;
-            struct pool_chunk *ch = count == 0 ? pool_acquire(stream, patience_ns(bytes), &why)
-                                               : pool_acquire_more(stream, &why);
+            struct pool_chunk *ch = next_chunk(count == 0, bytes, stream, &why);
             if (!ch) {
                 if (next_off == 0)
                     c->unstaged = miss_reason(why);
