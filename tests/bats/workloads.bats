@@ -181,7 +181,7 @@ PY
     echo "$output" | grep -F "bench-workloads: $WORK/nobuild/libpinshim.so is missing"
 }
 
-@test "compare_builds.py: each variant's median per metric, order rotating; a failed run and bad variants are named" {
+@test "compare_builds.py: each variant's median per metric, order rotating; a failed run and bad variants are named; --budget stops rounds" {
     local cmp="$ROOT/tests/bench/workloads/compare_builds.py" fake="$ROOT/tests/bench/workloads/fake.py"
     run python3 "$cmp" --rounds 3 "$fake" faster -- none=none shim="$SHIM" shim_nostage="$SHIM",PINSHIM_STAGE=off
     echo "$output"
@@ -201,4 +201,10 @@ PY
     echo "$output"
     [ "$status" -eq 1 ]
     echo "$output" | grep -E '^round 1, shim: exit 3'
+    # --budget: no new round past the limit, the table still printed (each round starts 2 Pythons)
+    run python3 "$cmp" --rounds 500 --budget 1 "$fake" faster -- none=none shim="$SHIM"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E 'faster, [0-9]+ rounds \(of 500: --budget 1 s reached\)'
+    echo "$output" | grep -E '^t +10 \(10-10\) +5 \(5-5\)$'
 }

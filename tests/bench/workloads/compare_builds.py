@@ -5,7 +5,10 @@ variants do, so compare only within one run). Each round runs every variant once
 from round to round; then each metric's median (min-max) per variant. Never judges the numbers;
 exit status 1 when a run printed no result, 2 on bad usage.
 
-usage: compare_builds.py [--rounds N] SCRIPT [ARG...] -- VARIANT...
+usage: compare_builds.py [--rounds N] [--budget S] SCRIPT [ARG...] -- VARIANT...
+  --rounds N  rounds (default 3)
+  --budget S  start no new round that would end after S seconds (judged by the longest round so
+            far), so a run under a time limit still prints its table; 0 = no limit (default)
   SCRIPT    a workload script (tests/bench/workloads/*.py) and its arguments
   VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, or "none" for no
             shim; KEY=VALUE pairs are set in the environment of that variant's runs
@@ -17,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 
 def usage(message):
@@ -25,11 +29,15 @@ def usage(message):
 
 
 def parse(argv):
-    rounds = 3
-    if argv[:1] == ["--rounds"]:
-        if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1:
-            usage("--rounds wants a whole number of at least 1")
-        rounds, argv = int(argv[1]), argv[2:]
+    rounds, budget = 3, 0
+    while argv[:1] in (["--rounds"], ["--budget"]):
+        if len(argv) < 2 or not argv[1].isdigit() or (argv[0] == "--rounds" and int(argv[1]) < 1):
+            usage("%s wants a whole number%s" % (argv[0], " of at least 1" if argv[0] == "--rounds" else ""))
+        if argv[0] == "--rounds":
+            rounds = int(argv[1])
+        else:
+            budget = int(argv[1])
+        argv = argv[2:]
     if "--" not in argv:
         usage("missing -- between the script and the variants")
     cut = argv.index("--")
@@ -54,7 +62,7 @@ def parse(argv):
                 usage("variant %s: setting %r is not KEY=VALUE" % (name, kv))
             env[key] = value
         variants.append((name, env))
-    return rounds, script, variants
+    return rounds, budget, script, variants
 
 
 def run_once(script, env):
@@ -73,10 +81,14 @@ def run_once(script, env):
 
 
 def main(argv):
-    rounds, script, variants = parse(argv)
+    rounds, budget, script, variants = parse(argv)
     values = {name: {} for name, _ in variants}
     failed = False
+    start, longest, done = time.monotonic(), 0.0, 0
     for r in range(rounds):
+        began = time.monotonic()
+        if budget and began + longest - start > budget:
+            break
         order = variants[r % len(variants):] + variants[:r % len(variants)]
         for name, env in order:
             metrics, why = run_once(script, env)
@@ -86,11 +98,14 @@ def main(argv):
                 continue
             for key, value in metrics.items():
                 values[name].setdefault(key, []).append(value)
+        longest = max(longest, time.monotonic() - began)
+        done += 1
     keys = []
     for per in values.values():
         keys += [k for k in per if k not in keys]
     width = max([len(k) for k in keys] + [6])
-    print("# %s, %d rounds, order rotating; median (min-max) per variant" % (" ".join(script), rounds))
+    stopped = "" if done == rounds else " (of %d: --budget %d s reached)" % (rounds, budget)
+    print("# %s, %d rounds%s, order rotating; median (min-max) per variant" % (" ".join(script), done, stopped))
     print("%-*s" % (width, "metric") + "".join("%26s" % name for name, _ in variants))
     for key in keys:
         cells = []
