@@ -575,11 +575,14 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
         bool behind = !more && first_waiter && first_waiter != &me; /* others were waiting first */
         if (c && !behind && (!more || another))
             return leave(&me, waiting, take(c, prev), why, POOL_MISS_NONE);
-        if (c && more)
-            return leave(&me, waiting, NULL, why, POOL_MISS_BUSY); /* the last free chunk stays for another copy */
-        /* nothing to take: grow (in the background unless pool_grow_inline) while we may */
+        /* nothing to take, or only the last free chunk, which stays for another copy: this copy
+         * wants more than the pool has, so grow it (in the background unless pool_grow_inline)
+         * while we may. (Without growing on the last free chunk, one thread's copies, whose
+         * chunks all come back idle, never found the pool empty: a D2H pipeline ran on one chunk.) */
         if (grow_if_possible(&dev) == GROWTH_DONE)
             continue;
+        if (c && more)
+            return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
         if (growing && pinshim_policy.pool_grow_inline) {
             pthread_cond_wait(&chunk_returned, &lock); /* another thread is allocating for us all */
             continue;

@@ -305,3 +305,13 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     grep -qx 'huge: 0 kB' "$WORK/shim.err"
     [ "$(staging_field 'st["hugepage_copies"]')" = 0 ]
 }
+
+@test "one thread's large copies grow the pool past its first slab: a copy that wants more chunks than are free asks for another slab" {
+    # slabs of 2 chunks, a cap of 4; D2H copies of 4 chunks. Each chunk comes back idle (its DMA
+    # waited for), so no copy ever finds the pool empty, and each would get one chunk at a time
+    # (the last free one stays for other copies) unless that refusal grows the pool
+    staged d2h_run $SMALL_POLICY PINSHIM_LINK_PROBE=off
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["pool_slabs"]')" = 2 ]
+    [ "$(staging_field 'st["pool_high_water_bytes"] > 512 * 1024')" = True ]
+}

@@ -13,6 +13,8 @@
  *   staging freshdst_part - the same writing only the first half of the buffer
  *   staging prewarm  - a small pageable copy, a wait (up to 5 s, under the shim only) for the pool to
  *                      have memory, then a 32 MiB round trip (stderr: whether the pool got ready)
+ *   staging d2h_run  - one thread's D2H copies of 4 chunks each (PINSHIM_STAGE_CHUNK_BYTES), one
+ *                      after another, each into a buffer just allocated
  * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -464,6 +466,27 @@ static int scenario_prewarm(void)
     return 0;
 }
 
+static int scenario_d2h_run(void)
+{
+    size_t n = 4 * env_size("PINSHIM_STAGE_CHUNK_BYTES", 16u << 20);
+    unsigned char *src; /* pinned: its H2D passes through, so only the D2H copies use the pool */
+    CHECK(d.host_alloc((void **)&src, n, 0));
+    CUdeviceptr dev;
+    CHECK(d.mem_alloc(&dev, n));
+    test_fill(src, n, 57);
+    CHECK(d.htod(dev, src, n));
+    for (int i = 0; i < 8; i++) {
+        unsigned char *dst = malloc(n);
+        CHECK(d.dtoh(dst, dev, n));
+        expect_same("d2h run", n, src, dst);
+        printf("d2h run %d: %zu bytes, hash %016llx\n", i, n, (unsigned long long)test_hash(dst, n));
+        free(dst);
+    }
+    CHECK(d.mem_free(dev));
+    CHECK(d.free_host(src));
+    return 0;
+}
+
 /* The pool's memory in device 0's primary context when the program resets it: copies before and
  * after are staged and come back whole (the shim undoes its slab's registration before the reset). */
 static int scenario_reset(void)
@@ -505,6 +528,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "prewarm")) return scenario_prewarm();
     if (!strcmp(argv[1], "share")) return scenario_share();
     if (!strcmp(argv[1], "reset")) return scenario_reset();
+    if (!strcmp(argv[1], "d2h_run")) return scenario_d2h_run();
     fprintf(stderr, "unknown scenario %s\n", argv[1]);
     return 2;
 }
