@@ -15,10 +15,7 @@
 #include "hostmem/alloc_next.h"
 #include "linkprobe.h"
 #include "policy.h"
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
-#endif
+#include "workers.h"
 
 #define POOL_MIN_CHUNK (64u << 10)
 #define POOL_MAX_DEVICES 64
@@ -179,16 +176,6 @@ static CUcontext shim_context(int dev)
  * allocations, so none is allocated smaller than this; a smaller pool_slab_bytes uses only part. */
 #define DRIVER_SUBALLOC_BELOW (2u << 20)
 
-/* Faults in [mem, mem+bytes) for writing: one madvise where the kernel has MADV_POPULATE_WRITE, else
- * a write per page. */
-static void populate(char *mem, size_t bytes)
-{
-    if (alloc_next.madvise(mem, bytes, MADV_POPULATE_WRITE) == 0)
-        return;
-    for (size_t off = 0; off < bytes; off += 4096)
-        ((volatile char *)mem)[off] = 0;
-}
-
 /* Pins `bytes` for slab s in the current context. pool_pin=register: the shim's own mapping (huge
  * pages advised, faulted in here, left out of forked children), then cuMemHostRegister, which holds
  * the driver for a fraction of what cuMemHostAlloc does (2 x H200 host, three 64 MiB slabs: 28-40
@@ -204,7 +191,7 @@ static CUresult pin_slab(struct slab *s, size_t bytes)
         if (mem != MAP_FAILED) {
             alloc_next.madvise(mem, bytes, MADV_HUGEPAGE); /* only where the system's THP mode allows */
             alloc_next.madvise(mem, bytes, MADV_DONTFORK); /* a forked child never stages */
-            populate(mem, bytes);
+            workers_populate(mem, bytes); /* in parallel: the pool is ready sooner */
             t0 = pinshim_now_ns();
             SHIM_CALL(r, fns.host_register(mem, bytes, CU_MEMHOSTREGISTER_PORTABLE));
             stat_add(&stats.pin_ns, pinshim_now_ns() - t0);

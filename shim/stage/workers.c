@@ -2,12 +2,15 @@
  * parts of at least WORKERS_MIN_PART bytes; jobs wait in a FIFO queue; workers and the caller claim
  * parts with an atomic counter. A job lives in its caller's memory: the caller leaves
  * workers_finish only when every part is done and no other thread still holds a reference to it;
- * while it waits it copies parts of later jobs (its own next chunks in a pipeline). */
+ * while it waits it copies parts of later jobs (its own next chunks in a pipeline). A job without a
+ * source faults its destination in instead (workers_populate). */
 #define _GNU_SOURCE
 #include "workers.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,6 +33,10 @@
  * into fresh tensors take 62-69 ms against 32-42 on an H200: fewer, larger parts leave threads idle
  * while the last part of a chunk ends.) */
 #define FAULT_BLOCK ((size_t)2 << 20)
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;     /* where workers that copy no H2D wait */
@@ -79,9 +86,21 @@ static unsigned resident_parallelism(void)
     return __atomic_load_n(&resident_threads, __ATOMIC_RELAXED);
 }
 
+/* A populate job's part (src NULL): one madvise where the kernel has MADV_POPULATE_WRITE, else a
+ * write per page. The system call itself: the shim's hook on madvise watches the program's advice. */
+static void populate_bytes(char *mem, size_t n)
+{
+    if (syscall(SYS_madvise, mem, n, MADV_POPULATE_WRITE) == 0)
+        return;
+    for (size_t off = 0; off < n; off += 4096)
+        ((volatile char *)mem)[off] = 0;
+}
+
 static void copy_bytes(const struct workers_job *j, char *dst, const char *src, size_t n)
 {
-    if (j->streaming)
+    if (!j->src)
+        populate_bytes(dst, n);
+    else if (j->streaming)
         stream_copy(dst, src, n);
     else
         memcpy(dst, src, n);
@@ -300,6 +319,11 @@ void workers_memcpy(void *dst, const void *src, size_t bytes, enum workers_dst d
     struct workers_job j;
     workers_start(&j, dst, src, bytes, dst_kind);
     workers_finish(&j);
+}
+
+void workers_populate(void *mem, size_t bytes)
+{
+    workers_memcpy(mem, NULL, bytes, WORKERS_DST_MAY_FAULT_HUGE);
 }
 
 void workers_forget(void)

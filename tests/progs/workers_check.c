@@ -3,8 +3,8 @@
  * boundaries and sizes around the part thresholds: the bytes equal memcpy's, the bytes around the
  * destination are untouched, and the parts cover [0, bytes) once, in order, each part of a job cut
  * at 2 MiB boundaries (WORKERS_DST_MAY_FAULT_HUGE, large enough) starting on such a boundary. Several
- * jobs are kept started at once, finished oldest first, as stage.c does. Prints "workers: N cases
- * identical" or the first problem and exits 1. */
+ * jobs are kept started at once, finished oldest first, as stage.c does; workers_populate faults in
+ * exactly its range. Prints "workers: N cases identical" or the first problem and exits 1. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdbool.h>
@@ -178,5 +178,33 @@ int main(void)
         return 1;
     }
     printf("workers: thread counts resolved once for 60 copies\n");
+
+    /* workers_populate with 16 threads, over a range that starts and ends inside 2 MiB blocks: every
+     * page of it resident after (mincore), its bytes still zero, the pages just outside it not
+     * faulted (huge pages off on the test mapping, so that residency is per page) */
+    pinshim_policy.stage_threads = 16;
+    __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
+    const size_t page = 4096, map_bytes = 40 * MiB, pop_off = 3 * page, pop_bytes = 33 * MiB + 5 * page;
+    unsigned char *fresh = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *resident = malloc(map_bytes / page);
+    if (fresh == MAP_FAILED || !resident)
+        return 2;
+    madvise(fresh, map_bytes, MADV_NOHUGEPAGE);
+    workers_populate(fresh + pop_off, pop_bytes);
+    if (mincore(fresh, map_bytes, resident) != 0)
+        return 2;
+    for (size_t i = 0; i < map_bytes / page; i++) {
+        bool inside = i * page >= pop_off && i * page < pop_off + pop_bytes;
+        if ((resident[i] & 1) != inside) {
+            printf("workers: populate left page %zu %s\n", i, inside ? "not resident" : "resident (outside the range)");
+            return 1;
+        }
+    }
+    for (size_t i = pop_off; i < pop_off + pop_bytes; i++)
+        if (fresh[i] != 0) {
+            printf("workers: populate wrote byte %zu\n", i);
+            return 1;
+        }
+    printf("workers: populate faulted in %zu pages, no more\n", pop_bytes / page);
     return 0;
 }
