@@ -49,8 +49,8 @@
       "how a slab is pinned: register = the shim maps it and faults it in itself, then cuMemHostRegister (the driver is held for a small part of the time, and other threads' copies wait while it is); alloc = cuMemHostAlloc") \
     X(BOOL, pool_grow_inline, "off", "",                                                       \
       "allocate slabs on the copying thread (that copy waits milliseconds); off = in the background, the copy passes through meanwhile") \
-    X(BOOL, pool_prewarm, "on", "",                                                             \
-      "at the program's first pageable copy of any size, start allocating the pool's first slab in the background, so that the first copy large enough to stage finds it ready; off = at that first large copy, which then passes through") \
+    X(ENUM, pool_prewarm, "context", "context|copy|off",                                        \
+      "when to start allocating the pool's first slab in the background, so that the first copy large enough to stage finds it ready: when the program first retains a primary context (context; a program that makes its own contexts: as copy), at its first pageable copy of any size (copy), or at that first large copy, which then passes through (off). A process's first 64 MiB D2H into a fresh PyTorch tensor on an H100: 9.1 ms with context, 21.5 with copy, 47.9 without the shim") \
     X(BOOL, link_probe, "on", "",                                                              \
       "when the pool gets its first pinned memory on a device, time a few pinned copies (a few ms, on the shim's own stream) to know the link's real bandwidth for the advice and the summary") \
     X(SIZE, track_min_bytes, "1M", "",                                                         \

@@ -72,6 +72,8 @@
     X(ptr_set_attr,         "cuPointerSetAttribute",      "cuPointerSetAttribute", 6000, 0, ANY,  ptr_set_attr) \
     X(host_get_flags,       "cuMemHostGetFlags",          "cuMemHostGetFlags",   2030, 0, ANY,    host_get_flags) \
     X(host_get_devptr,      "cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer", 3020, 0, ANY, host_get_devptr) \
+    /* the program's first primary context: the pool's first slab can be made before any copy */   \
+    X(primary_retain,       "cuDevicePrimaryCtxRetain",   "cuDevicePrimaryCtxRetain", 7000, 0, ANY, primary_retain) \
     /* a primary context reset frees its pinned memory: the pool and the range table must know; it  \
      * and a context's destruction free its events: the shim's own events there must go first */    \
     X(primary_reset,        "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxReset", 11000, 0, ANY, primary_reset) \

@@ -1,5 +1,6 @@
-/* ctx_entry.c: the handlers of cuDevicePrimaryCtxReset (cudaDeviceReset reaches it) and
- * cuCtxDestroy. A reset frees every allocation of the primary context: the pool forgets its slabs
+/* ctx_entry.c: the handlers of cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxReset (cudaDeviceReset
+ * reaches it) and cuCtxDestroy. A retain that succeeds lets staging start its pool (pool_prewarm =
+ * context). A reset frees every allocation of the primary context: the pool forgets its slabs
  * there, and the range table forgets the program's pinned and registered ranges (all of them: which
  * device held a range is not recorded; a forgotten range is classified by the driver again). Both
  * free the context's events: the shim's own events there are destroyed first, while the context
@@ -14,6 +15,7 @@
 #include "hostmem/memkind.h"
 #include "hostmem/regcache.h"
 #include "stage/pool.h"
+#include "stage/stage.h"
 
 /* The handle of dev's primary context (retained and released at once: a reset is about to destroy it
  * anyway), or NULL. */
@@ -33,6 +35,15 @@ static CUcontext primary_handle(CUdevice dev)
         ctx = NULL;
     pinshim_leave();
     return ctx;
+}
+
+CUresult shape_primary_retain(enum driver_entry_id id, SHAPE_primary_retain_P)
+{
+    ENTRY_PROLOGUE(primary_retain, pctx, dev);
+    CUresult result = real(pctx, dev);
+    if (result == CUDA_SUCCESS)
+        stage_context_retained(dev);
+    return result;
 }
 
 CUresult shape_primary_reset(enum driver_entry_id id, SHAPE_primary_reset_P)

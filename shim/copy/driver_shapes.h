@@ -86,6 +86,8 @@
 #define SHAPE_host_get_flags_CA , flags, p
 #define SHAPE_host_get_devptr_P CUdeviceptr *dptr, void *p, unsigned int flags
 #define SHAPE_host_get_devptr_CA , dptr, p, flags
+#define SHAPE_primary_retain_P CUcontext *pctx, CUdevice dev
+#define SHAPE_primary_retain_CA , pctx, dev
 #define SHAPE_primary_reset_P CUdevice dev
 #define SHAPE_primary_reset_CA , dev
 #define SHAPE_ctx_destroy_P CUcontext ctx
@@ -106,7 +108,8 @@
     S(unified) S(unified_async) S(htod) S(htod_async) S(dtoh) S(dtoh_async) S(dtod) S(dtod_async)   \
     S(m2d) S(m2d_async) S(m3d) S(m3d_async) S(peer) S(peer_async) S(batch_v1) S(batch_v2)           \
     S(stream_sync) S(stream_query) S(ctx_sync_v2) S(event_sync) S(event_query) S(event_record) S(event_record_flags) \
-    S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister) S(primary_reset)   \
+    S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister) S(primary_retain) \
+    S(primary_reset)                                                                                \
     S(ptr_attr) S(ptr_attrs) S(ptr_set_attr) S(host_get_flags) S(host_get_devptr) S(ctx_destroy)   \
     S(getproc_v1) S(getproc_v2)
 

@@ -368,16 +368,17 @@ static bool grow_in_background(int dev)
     return r == 0;
 }
 
-void pool_prewarm(void)
+void pool_prewarm(int dev)
 {
     static bool tried;
     /* once per process: later calls cost one plain load (no write to a shared line per copy) */
     if (__atomic_load_n(&tried, __ATOMIC_RELAXED) || __atomic_exchange_n(&tried, true, __ATOMIC_RELAXED))
         return;
     pthread_mutex_lock(&lock);
-    if (resolve() && !growing && total_bytes == 0) {
-        int dev = current_device();
-        if (dev >= 0)
+    if (resolve() && !broken && !growing && total_bytes == 0) {
+        if (dev < 0)
+            dev = current_device();
+        if (dev >= 0 && dev < POOL_MAX_DEVICES)
             grow_in_background(dev); /* cannot start a thread: the first large copy grows as before */
     }
     pthread_mutex_unlock(&lock);

@@ -69,11 +69,15 @@ CUresult pool_record(struct pool_chunk *c, CUstream stream);
 /* Blocks until the DMA recorded behind c has completed. CUDA_SUCCESS or the driver's error. */
 CUresult pool_wait(struct pool_chunk *c);
 
-/* The program made its first pageable copy (of any size): start allocating the first slab in the
- * background on the current context's device, so that the first copy large enough to stage finds
- * the pool ready instead of passing through while it is allocated. Once per process; nothing if
- * the pool already has memory or is growing. */
-void pool_prewarm(void);
+/* Starts allocating the first slab in the background on device dev (-1: the current context's),
+ * so that the first copy large enough to stage finds the pool ready instead of passing through
+ * while it is allocated: called when the program retains its first primary context or makes its
+ * first pageable copy (stage.c, by the pool_prewarm key). Once per process; nothing if the pool
+ * already has memory, is growing, or is off (a forked child). */
+void pool_prewarm(int dev);
+
+/* Values of the pool_prewarm key: when pool_prewarm() is first called. */
+enum { POOL_PREWARM_CONTEXT, POOL_PREWARM_COPY, POOL_PREWARM_OFF };
 
 /* True while staging can use the pool (false after a refused allocation or in a forked child). */
 bool pool_available(void);

@@ -20,14 +20,20 @@ static bool forked_child;
 
 void stage_forget(void) { forked_child = true; }
 
+void stage_context_retained(CUdevice dev)
+{
+    if (pinshim_policy.stage && pinshim_policy.pool_prewarm == POOL_PREWARM_CONTEXT && !forked_child)
+        pool_prewarm(dev);
+}
+
 bool stage_wanted(struct copy *c)
 {
     bool h2d = c->dir == DIR_H2D && c->src_kind == KIND_PAGEABLE && c->dst_kind == KIND_DEVICE;
     bool d2h = c->dir == DIR_D2H && c->dst_kind == KIND_PAGEABLE && c->src_kind == KIND_DEVICE;
     if (!h2d && !d2h)
         return false;
-    if (pinshim_policy.stage && pinshim_policy.pool_prewarm && !forked_child)
-        pool_prewarm();
+    if (pinshim_policy.stage && pinshim_policy.pool_prewarm != POOL_PREWARM_OFF && !forked_child)
+        pool_prewarm(-1); /* the first pageable copy, or a program that made no primary context */
     if (!pinshim_policy.stage)
         c->unstaged = UNSTAGED_DISABLED;
     else if (c->bytes < (h2d ? pinshim_policy.stage_min_bytes : pinshim_policy.stage_d2h_min_bytes))

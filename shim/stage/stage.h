@@ -18,6 +18,10 @@
  * staging on); sets c->unstaged when it is a pageable copy that will not be staged. */
 bool stage_wanted(struct copy *c);
 
+/* The program retained dev's primary context: with pool_prewarm = context, the pool's first slab
+ * is made in the background now (once per process), before the program's first copy. */
+void stage_context_retained(CUdevice dev);
+
 /* For entry points staging does not handle (2D, 3D, batch): records why a candidate passed. */
 void stage_mark_unsupported(struct copy *c);
 

@@ -250,8 +250,20 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field 'st["staged_copies"]')" -gt 10 ]
 }
 
-@test "pool_prewarm: a small pageable copy starts the pool, so the first large copy is staged; off: it passes through" {
-    staged prewarm PINSHIM_POOL_GROW_INLINE=off
+@test "pool_prewarm context (default): retaining the primary context starts the pool, so a first copy that is large is staged; copy: it passes through" {
+    staged prewarm PREWARM_NO_SMALL_COPY=1 PINSHIM_POOL_GROW_INLINE=off
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'pool ready before the large copy: yes' "$WORK/shim.err"
+    [ "$(staging_field 'st["staged_copies"]')" = 2 ]
+    [ "$(staging_field '"pool being allocated" not in why')" = True ]
+    staged prewarm PREWARM_NO_SMALL_COPY=1 PINSHIM_POOL_GROW_INLINE=off PINSHIM_POOL_PREWARM=copy
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'pool ready before the large copy: no' "$WORK/shim.err"
+    [ "$(staging_field 'why["pool being allocated"]["count"]')" -ge 1 ]
+}
+
+@test "pool_prewarm copy: a small pageable copy starts the pool, so the first large copy is staged; off: it passes through" {
+    staged prewarm PINSHIM_POOL_GROW_INLINE=off PINSHIM_POOL_PREWARM=copy
     diff "$WORK/plain.out" "$WORK/shim.out"
     grep -qx 'pool ready before the large copy: yes' "$WORK/shim.err"
     [ "$(staging_field 'st["staged_copies"]')" = 2 ]

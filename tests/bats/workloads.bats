@@ -148,10 +148,10 @@ PY
     fi
     harness --pairs 2 --only 'torch_*,cupy_copy,jax_copy'
     [ "$(cat "$WORK/rc")" = 0 ]
-    [ "$(grep -cE '^torch_[a-z0-9_]+ +- .*skipped: torch not importable' "$WORK/out.txt")" = 10 ]
+    [ "$(grep -cE '^torch_[a-z0-9_]+ +- .*skipped: torch not importable' "$WORK/out.txt")" = 12 ]
     grep -E '^cupy_copy +- .*skipped: cupy not importable' "$WORK/out.txt"
     grep -E '^jax_copy +- .*skipped: jax not importable' "$WORK/out.txt"
-    tail -n 1 "$WORK/out.txt" | grep -E '^RESULT: ok: .*12 skipped'
+    tail -n 1 "$WORK/out.txt" | grep -E '^RESULT: ok: .*14 skipped'
 }
 
 @test "workloads: the C loop (guard_cost.c) against the fake driver, ns per iteration and shim - no shim" {

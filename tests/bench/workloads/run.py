@@ -63,6 +63,8 @@ WORKLOADS = [
     Workload("torch_offload", "torch_offload.py", est_s=3.1,
              turn2={"d2h": "5.3x", "h2d": "3.1x", "d2h_pinned": "9.8ms"}),
     Workload("torch_fresh", "torch_fresh.py", est_s=3.3, turn2={"64MiB": "1.5x", "64MiB_pinned": "1.2ms"}),
+    Workload("torch_first_d2h", "torch_first_copy.py", ["--dir", "d2h"], est_s=2.5),
+    Workload("torch_first_h2d", "torch_first_copy.py", ["--dir", "h2d"], est_s=2.5),
     Workload("torch_pinned_d2h", "torch_pinned_d2h.py", est_s=1.8, turn2={"copy": "g+86us"}),
     Workload("cupy_copy", "cupy_copy.py", est_s=2.3, turn2={"asarray": "1.04x", "asnumpy": "4.3x"}),
     Workload("jax_copy", "jax_copy.py", est_s=4.0, turn2={"device_put": "0.92x", "asarray": "1.04x"}),
