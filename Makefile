@@ -16,7 +16,8 @@ SHIM_LDFLAGS := -shared -pthread -Wl,--no-undefined -Wl,-z,now -ldl
 # $(BUILD)/obj, so two layers may hold files of the same name.
 SHIM_SRC  := $(wildcard shim/*/*.c) policy/policy.c
 SHIM_ASM  := $(wildcard shim/*/*.S)
-SHIM_OBJ  := $(patsubst %,$(BUILD)/obj/%.o,$(basename $(SHIM_SRC) $(SHIM_ASM))) $(BUILD)/obj/gen/presets.o
+SHIM_OBJ  := $(patsubst %,$(BUILD)/obj/%.o,$(basename $(SHIM_SRC) $(SHIM_ASM))) $(BUILD)/obj/gen/presets.o \
+             $(BUILD)/obj/gen/build_commit.o
 SHIM_HDR  := $(wildcard shim/*/*.h policy/*.h include/*.h)
 PRESETS   := $(wildcard policy/*.conf)
 
@@ -29,7 +30,7 @@ PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so \
              $(BUILD)/tests/libframecopy.so
 
-.PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads install clean conformance
+.PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads install clean conformance FORCE
 all: $(BUILD)/libpinshim.so
 
 $(BUILD)/gen/presets.c: $(PRESETS) scripts/embed-presets.sh
@@ -41,6 +42,15 @@ $(BUILD)/obj/%.o: %.c $(SHIM_HDR)
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/gen/presets.o: $(BUILD)/gen/presets.c $(SHIM_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(SHIM_CFLAGS) -c $< -o $@
+
+# Looked at on every build, rewritten only when the commit (or the sources' cleanliness) changed.
+$(BUILD)/gen/build_commit.c: FORCE
+	@mkdir -p $(@D)
+	@sh scripts/build-commit.sh > $@.tmp; if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+
+$(BUILD)/obj/gen/build_commit.o: $(BUILD)/gen/build_commit.c $(SHIM_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(SHIM_CFLAGS) -c $< -o $@
 

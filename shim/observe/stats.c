@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/build_commit.h"
 #include "base/common.h"
 #include "base/driver.h"
 #include "base/tally.h"
@@ -284,7 +285,7 @@ static void write_json(struct out *o)
 {
     outf(o, "{\"pid\":%d,\"ppid\":%d,\"program\":", (int)getpid(), (int)getppid());
     json_string(o, program_invocation_name);
-    outf(o, ",\"version\":\"%s\",\"transfers\":[", PINSHIM_VERSION);
+    outf(o, ",\"version\":\"%s\",\"build\":\"%s\",\"transfers\":[", PINSHIM_VERSION, build_commit());
     bool first = true;
     struct cell_row r;
     for (int v = 0; v < DEVICE_SLOTS; v++)

@@ -15,16 +15,19 @@ load common
     grep -q 'sync points: cuStreamSynchronize 40 ' "$WORK/shim.err"
 }
 
-@test "JSON summary: one valid object with the documented fields, buckets powers of 4 from 4 KiB" {
+@test "JSON summary: one valid object with the documented fields (the build's commit too), buckets powers of 4 from 4 KiB" {
     PINSHIM_SUMMARY=json run_app shim shim "$T/demo"
     show shim
     grep '^{' "$WORK/shim.err" >"$WORK/s.json"
-    python3 - "$WORK/s.json" <<'PY'
-import json, sys
+    head=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    python3 - "$WORK/s.json" "$head" <<'PY'
+import json, re, sys
 lines = open(sys.argv[1]).read().splitlines()
 assert len(lines) == 1, lines
 s = json.loads(lines[0])
 assert isinstance(s["pid"], int) and s["program"].endswith("demo")
+# the commit the library was built from: this checkout's (make test builds first), maybe -dirty
+assert re.fullmatch(re.escape(sys.argv[2]) + r"(-dirty)?", s["build"]), (s["build"], sys.argv[2])
 for row in s["transfers"]:
     assert set(["dir", "host_kind", "bucket_min", "count", "bytes", "host_ns", "action"]) <= set(row), row
     assert row["dir"] in ("h2d", "d2h", "d2d", "h2h", "peer")

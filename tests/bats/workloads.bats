@@ -129,6 +129,9 @@ PY
     grep -E "^  shim +LD_PRELOAD=$SHIM PINSHIM_SUMMARY=json PINSHIM_GUARD=off" "$WORK/out.txt"
     grep -E "^  shim\+guard +LD_PRELOAD=$SHIM PINSHIM_SUMMARY=json PINSHIM_GUARD=warn PINSHIM_GUARD_PAGES=first" "$WORK/out.txt"
     grep -E '^torch_dataloader_pinned .*torch_dataloader.py --pin 1$' "$WORK/out.txt"
+    # the library's own build commit, not this checkout's HEAD (the two may differ on a GPU machine)
+    head=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    grep -E "^# shim: $SHIM \([0-9]+ bytes, .*\), built from $head(-dirty)?$" "$WORK/out.txt"
     [ ! -e "$WORK/res" ]
 }
 

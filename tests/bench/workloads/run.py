@@ -531,6 +531,24 @@ def show(ctx, workloads, final):
 
 
 # ------------------------------------------------------------------------------------------ main
+BUILD_MARKER = b"pinshim-build-commit="
+
+
+def build_commit(path):
+    """The commit the library names as its build (shim/base/build_commit.h), read from the file
+    rather than from this checkout, whose HEAD may differ from the build's; "" if it names none."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return ""
+    at = data.find(BUILD_MARKER)
+    if at < 0:
+        return ""
+    end = data.find(b"\0", at)
+    return data[at + len(BUILD_MARKER):end].decode("ascii", "replace")
+
+
 def header(ctx, workloads):
     h = ["# pinshim real-workload benchmarks, %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M")]
     gpu = "no GPU seen by nvidia-smi"
@@ -548,12 +566,8 @@ def header(ctx, workloads):
                                      datetime.datetime.fromtimestamp(st.st_mtime).strftime("%Y-%m-%d %H:%M"))
     except OSError:
         lib = ctx.shim + " (MISSING)"
-    try:
-        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, timeout=10).stdout.decode().strip()
-    except (OSError, subprocess.TimeoutExpired):
-        rev = ""
-    h.append("# shim: %s%s" % (lib, (", git " + rev) if rev else ""))
+    rev = build_commit(ctx.shim)
+    h.append("# shim: %s, %s" % (lib, ("built from " + rev) if rev else "build commit unknown"))
     user = " ".join("%s=%s" % (k, v) for k, v in sorted(os.environ.items())
                     if k.startswith("PINSHIM_") and k not in ("PINSHIM_SUMMARY", "PINSHIM_LOG"))
     h.append("# sides: %s; %d pairs; guard side: %s; shim settings from the environment: %s" % (
