@@ -59,6 +59,9 @@
     X(event_record_ptsz,    "cuEventRecord_ptsz",         "cuEventRecord",       2000, 0, PTDS,   event_record) \
     X(event_record_flags,   "cuEventRecordWithFlags",     "cuEventRecordWithFlags", 11010, 0, LEGACY, event_record_flags) \
     X(event_record_flags_ptsz, "cuEventRecordWithFlags_ptsz", "cuEventRecordWithFlags", 11010, 0, PTDS, event_record_flags) \
+    /* a host function runs after its stream's earlier work: the guard counts it as their sync */  \
+    X(launch_host_func,     "cuLaunchHostFunc",           "cuLaunchHostFunc",   10000, 0, LEGACY, launch_host_func) \
+    X(launch_host_func_ptsz, "cuLaunchHostFunc_ptsz",     "cuLaunchHostFunc",   10000, 0, PTDS,   launch_host_func) \
     /* pinned host memory the program allocates or registers (classifies its copies) */             \
     X(host_alloc,           "cuMemHostAlloc",             "cuMemHostAlloc",      2020, 0, ANY,    host_alloc) \
     X(alloc_host,           "cuMemAllocHost_v2",          "cuMemAllocHost",      3020, 0, ANY,    alloc_host) \

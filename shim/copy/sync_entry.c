@@ -1,6 +1,6 @@
 /* sync_entry.c: handlers of the synchronization points (stream/context/event synchronize, queries,
  * event records). They are counted and timed, and a successful one releases the guard's ranges it
- * covers (guard/guard.h); the pool's chunk recycling may hook in here later. The program sees the real
+ * covers (guard/guard.h); a host function's launch lets the guard wrap it. The program sees the real
  * result. */
 #include "base/clock.h"
 #include "driver_shapes.h"
@@ -54,3 +54,17 @@ SYNC_HANDLER(event_sync, guard_on_event_done(event))
 SYNC_HANDLER(event_query, guard_on_event_done(event))
 SYNC_HANDLER(event_record, guard_on_event_record(id, event, stream))
 SYNC_HANDLER(event_record_flags, guard_on_event_record(id, event, stream))
+
+/* Counted, not timed (the launch returns at once); with something guarded the driver gets the
+ * guard's wrapper of fn, which releases what fn may read (guard/guard.h). */
+CUresult shape_launch_host_func(enum driver_entry_id id, SHAPE_launch_host_func_P)
+{
+    ENTRY_PROLOGUE(launch_host_func, SHAPE_ARGS(launch_host_func));
+    struct guard_hostfn *wrapper = guard_hostfn_wrap(id, stream, fn, data);
+    if (!wrapper)
+        return real(stream, fn, data);
+    CUresult result = real(stream, guard_hostfn_run, wrapper);
+    if (result != CUDA_SUCCESS)
+        guard_hostfn_discard(wrapper);
+    return result;
+}

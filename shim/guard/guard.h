@@ -4,12 +4,14 @@
  * before that faults, is reported (sanitizer style) and, by mode, let through (warn), made correct
  * by waiting for the copy (repair) or ends the process (abort). See README "The guard".
  *
- * Events in (from the entry handlers): a finished copy (copy/copy.c), a successful sync point
- * (copy/sync_entry.c), pinned memory about to be freed or unregistered (copy/hostmem_entry.c),
- * fork, exit. The files behind this door are listed in guard_internal.h.
- * Contract: the guard_on_* and guard_after_copy functions are thread-safe, cost one atomic load
- * when nothing is guarded, and may call the driver (with the reentrancy depth raised) only from
- * guard_after_copy. guard_fault() and guard_io() are async-signal-safe: no CUDA, no malloc, no
+ * Events in (from the entry handlers): a finished copy (copy/copy.c), a successful sync point and
+ * a host function's launch (copy/sync_entry.c), pinned memory about to be freed or unregistered
+ * (copy/hostmem_entry.c), fork, exit. The files behind this door are listed in guard_internal.h.
+ * Contract: the guard_on_*, guard_hostfn_* and guard_after_copy functions are thread-safe, cost
+ * one atomic load when nothing is guarded, and call the driver (with the reentrancy depth raised)
+ * only from the program's thread: guard_after_copy, guard_hostfn_wrap and the sync handlers'
+ * current-context lookups; never from guard_hostfn_run (a host function may make no CUDA call).
+ * guard_fault() and guard_io() are async-signal-safe: no CUDA, no malloc, no
  * stdio, no lock; the ranges live in a fixed table of GUARD_SLOTS slots (a full table means the
  * copy is not guarded, and counted). */
 #ifndef PINSHIM_GUARD_H
@@ -49,6 +51,17 @@ void guard_on_event_record(enum driver_entry_id id, CUevent event, CUstream stre
 
 /* After a successful cuEventSynchronize or a cuEventQuery that returned CUDA_SUCCESS. */
 void guard_on_event_done(CUevent event);
+
+/* Host functions (cuLaunchHostFunc): the driver calls one after its stream's earlier work is done,
+ * so what it reads of copies enqueued before it is no race. Before the launch, with something
+ * guarded, fn not NULL and the stream not capturing (a graph's host node runs many times),
+ * guard_hostfn_wrap returns a wrapper to launch instead: guard_hostfn_run(wrapper), on the driver's
+ * thread, releases what the stream's earlier work covers, calls fn(data) and frees the wrapper; a
+ * launch that failed gives it to guard_hostfn_discard. NULL: launch fn as it is. */
+struct guard_hostfn;
+struct guard_hostfn *guard_hostfn_wrap(enum driver_entry_id id, CUstream stream, CUhostFn fn, void *data);
+void CUDA_CB guard_hostfn_run(void *wrapper);
+void guard_hostfn_discard(struct guard_hostfn *wrapper);
 
 /* Before cuMemFreeHost / cuMemHostUnregister of the allocation at base: unprotect its ranges. */
 void guard_on_host_release(uintptr_t base);

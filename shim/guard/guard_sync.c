@@ -1,15 +1,18 @@
 /* guard_sync.c: releasing guarded ranges at host synchronizations (see guard.h): a successful
  * stream synchronize or query, a context synchronize, an event synchronize or successful query of
- * an event recorded while something was guarded, and a synchronous copy (guard.c) each release the
- * slots they cover. The shim errs towards releasing: a missed race is better than a false report. */
+ * an event recorded while something was guarded, a synchronous copy (guard.c) and the start of a
+ * host function launched behind the copies each release the slots they cover. The shim errs
+ * towards releasing: a missed race is better than a false report. */
 #define _GNU_SOURCE
 #include "guard_internal.h"
 
+#include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/common.h"
 #include "base/driver.h"
+#include "base/real.h"
 
 #define GUARD_EVENTS 1024 /* recorded events remembered (open addressing, power of 2) */
 
@@ -158,5 +161,44 @@ void guard_on_event_done(CUevent event)
     else if (overflow) /* the event may cover anything: release rather than report falsely */
         guard_on_ctx_done();
 }
+
+/* --- host functions: what the stream's work before their launch covers --- */
+
+struct guard_hostfn {
+    CUhostFn fn;
+    void *data;
+    CUstream stream;
+    int32_t tid;
+    CUcontext ctx;
+    uint64_t order; /* covers the slots with order <= this, as an event recorded at the launch */
+};
+
+struct guard_hostfn *guard_hostfn_wrap(enum driver_entry_id id, CUstream stream, CUhostFn fn, void *data)
+{
+    if (!guard_any_live() || !fn) /* a NULL fn must reach the driver as it is: its error is the program's */
+        return NULL;
+    stream = driver_stream(id, stream);
+    if (real_stream_capturing(stream))
+        return NULL;
+    struct guard_hostfn *h = malloc(sizeof *h);
+    if (!h)
+        return NULL;
+    *h = (struct guard_hostfn){fn, data, stream, guard_tid(),
+                               stream == CU_STREAM_LEGACY ? guard_current_ctx() : NULL,
+                               __atomic_load_n(&guard_order_counter, __ATOMIC_ACQUIRE)};
+    return h;
+}
+
+/* On the driver's thread: no CUDA call here (host functions may make none). */
+void CUDA_CB guard_hostfn_run(void *wrapper)
+{
+    struct guard_hostfn h = *(struct guard_hostfn *)wrapper;
+    free(wrapper);
+    if (guard_any_live())
+        guard_release_covered(h.stream, h.order, h.tid, h.ctx);
+    h.fn(h.data);
+}
+
+void guard_hostfn_discard(struct guard_hostfn *wrapper) { free(wrapper); }
 
 void guard_sync_fork_child(void) { pthread_mutex_init(&events_lock, NULL); }

@@ -46,7 +46,7 @@ PY
 }
 
 @test "with each sync style before the read: zero reports in 200 trials, data correct" {
-    for style in stream ctx event_sync event_query stream_query sync_copy; do
+    for style in stream ctx event_sync event_query stream_query sync_copy host_fn; do
         guarded "$style" warn sync "$style"
         show "$style"
         [ "$(cat "$WORK/$style.rc")" = 0 ]
@@ -55,6 +55,24 @@ PY
         [ "$(guard_field "$style" 'g["released_sync"]')" = 200 ]
         ! grep -q 'unsynchronized' "$WORK/$style.err"
     done
+}
+
+@test "host functions: on another stream their reads are races; a NULL one gets the driver's error; a captured one runs at every replay" {
+    run_app plain noshim "$T/guardprog" hostfn_other
+    guarded other warn hostfn_other
+    show other
+    [ "$(cat "$WORK/other.rc")" = 0 ]
+    diff "$WORK/plain.out" "$WORK/other.out"
+    grep -q '^host function NULL: [1-9]' "$WORK/other.out"
+    [ "$(guard_field other 'g["races"]')" = 200 ]
+    [ "$(guard_field other 'g["released_sync"]')" = 0 ]
+    grep -Eq '^==[0-9]+== pinshim: SUMMARY: 200 unsynchronized accesses of D2H destinations' "$WORK/other.err"
+    # a wrapper would be freed after the first replay (glibc aborts on the second free)
+    guarded capture warn hostfn_capture
+    show capture
+    [ "$(cat "$WORK/capture.rc")" = 0 ]
+    grep -q '^captured host function ran 3 times, data correct$' "$WORK/capture.out"
+    [ "$(guard_field capture 'g["guarded"]')" = 1 ]
 }
 
 @test "repair mode: every early read sees the copy's data" {

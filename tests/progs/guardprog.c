@@ -7,7 +7,13 @@
  *   guardprog io       - write(2)s the destination to a file before synchronizing (a race), then
  *                        checks the call succeeded and, with CHECK_IO=1, that the file holds the copy
  *   guardprog sync STYLE - synchronizes first (stream, ctx, event_sync, event_query, stream_query,
- *                        sync_copy: a synchronous copy on the legacy stream), then reads everything
+ *                        sync_copy: a synchronous copy on the legacy stream; host_fn: a host function
+ *                        launched on the copy's stream reads the destination, as XLA does, and the
+ *                        program waits for it to say so), then reads everything
+ *   guardprog hostfn_other - a host function on another stream reads the destination (a race);
+ *                        also prints what launching a NULL host function returns
+ *   guardprog hostfn_capture - with a copy guarded, a host function captured into a graph runs at
+ *                        each of 3 replays (the shim must not wrap it: a wrapper is run once)
  *   guardprog registered - like race, into malloc'd memory registered with cuMemHostRegister
  *   guardprog handler siginfo|plain|early|altstack - the program's own SIGSEGV handler (SA_SIGINFO or
  *                        signal(); installed after the guard's, or before any copy with early;
@@ -156,6 +162,27 @@ static int scenario_io(void)
     return check && good != trials ? 1 : 0;
 }
 
+/* A host function that reads the whole destination, as XLA's D2H callbacks do, then says so. */
+struct host_reader {
+    const unsigned char *host;
+    unsigned char *seen;
+    int done;
+};
+
+static void CUDA_CB host_read(void *arg)
+{
+    struct host_reader *r = arg;
+    memcpy(r->seen, r->host, bytes);
+    __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+static void host_reader_wait(struct host_reader *r)
+{
+    while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+        usleep(50);
+    r->done = 0;
+}
+
 static int scenario_sync(const char *style)
 {
     unsigned char *host = pinned();
@@ -166,11 +193,19 @@ static int scenario_sync(const char *style)
     if (!legacy)
         CHECK(d.stream_create(&s, 0));
     CHECK(d.event_create(&ev, 0));
+    struct host_reader reader = {host, malloc(bytes), 0};
     uint64_t h = 0;
     for (int i = 0; i < trials; i++) {
         int k = i & 1;
         CHECK(d.dtoh_async(host, dev[k], bytes, s));
-        if (strcmp(style, "stream") == 0) {
+        if (strcmp(style, "host_fn") == 0) {
+            CHECK(d.launch_host_func(s, host_read, &reader));
+            host_reader_wait(&reader);
+            if (memcmp(reader.seen, expect[k], bytes) != 0) {
+                fprintf(stderr, "trial %d: the host function read stale data\n", i);
+                return 1;
+            }
+        } else if (strcmp(style, "stream") == 0) {
             CHECK(d.stream_sync(s));
         } else if (strcmp(style, "ctx") == 0) {
             CHECK(d.ctx_sync(NULL));
@@ -203,6 +238,64 @@ static int scenario_sync(const char *style)
     printf("synchronized by %s: %d trials, hash %016llx\n", style, trials, (unsigned long long)h);
     if (s)
         CHECK(d.stream_destroy(s));
+    CHECK(d.free_host(host));
+    free(reader.seen);
+    return 0;
+}
+
+/* A host function on another stream is not ordered after the copy: its read is a race. */
+static int scenario_hostfn_other(void)
+{
+    unsigned char *host = pinned();
+    CUstream s, other;
+    CHECK(d.stream_create(&s, 0));
+    CHECK(d.stream_create(&other, CU_STREAM_NON_BLOCKING));
+    struct host_reader reader = {host, malloc(bytes), 0};
+    for (int i = 0; i < trials; i++) {
+        int k = i & 1;
+        CHECK(d.dtoh_async(host, dev[k], bytes, s));
+        if (i == 0) /* with a copy guarded: the driver's own answer, with or without the shim */
+            printf("host function NULL: %d\n", (int)d.launch_host_func(s, NULL, NULL));
+        CHECK(d.launch_host_func(other, host_read, &reader));
+        host_reader_wait(&reader);
+        CHECK(d.stream_sync(s));
+        if (memcmp(host, expect[k], bytes) != 0) {
+            fprintf(stderr, "trial %d: wrong data after synchronizing\n", i);
+            return 1;
+        }
+    }
+    printf("host functions on another stream: %d trials\n", trials);
+    CHECK(d.stream_destroy(other));
+    CHECK(d.stream_destroy(s));
+    CHECK(d.free_host(host));
+    free(reader.seen);
+    return 0;
+}
+
+static void CUDA_CB count_run(void *arg) { __atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED); }
+
+static int scenario_hostfn_capture(void)
+{
+    unsigned char *host = pinned();
+    CUstream s, cap;
+    CHECK(d.stream_create(&s, 0));
+    CHECK(d.stream_create(&cap, CU_STREAM_NON_BLOCKING));
+    CHECK(d.dtoh_async(host, dev[0], bytes, s)); /* guarded while the graph is made and run */
+    static int runs;
+    CUgraph graph;
+    CUgraphExec exec;
+    CHECK(d.begin_capture(cap, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(d.launch_host_func(cap, count_run, &runs));
+    CHECK(d.end_capture(cap, &graph));
+    CHECK(d.graph_instantiate(&exec, graph, 0));
+    for (int i = 0; i < 3; i++)
+        CHECK(d.graph_launch(exec, cap));
+    CHECK(d.stream_sync(cap));
+    CHECK(d.stream_sync(s));
+    printf("captured host function ran %d times, data %s\n", __atomic_load_n(&runs, __ATOMIC_RELAXED),
+           memcmp(host, expect[0], bytes) == 0 ? "correct" : "WRONG");
+    CHECK(d.stream_destroy(cap));
+    CHECK(d.stream_destroy(s));
     CHECK(d.free_host(host));
     return 0;
 }
@@ -362,7 +455,8 @@ static int scenario_threads(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: guardprog race|repair|write|io|sync STYLE|registered|handler HOW|segv\n");
+        fprintf(stderr, "usage: guardprog race|repair|write|io|sync STYLE|registered|handler HOW|segv|fork|threads|"
+                        "hostfn_other|hostfn_capture\n");
         return 2;
     }
     setup();
@@ -387,6 +481,10 @@ int main(int argc, char **argv)
         return scenario_fork();
     if (strcmp(what, "threads") == 0)
         return scenario_threads();
+    if (strcmp(what, "hostfn_other") == 0)
+        return scenario_hostfn_other();
+    if (strcmp(what, "hostfn_capture") == 0)
+        return scenario_hostfn_capture();
     fprintf(stderr, "unknown scenario %s\n", what);
     return 2;
 }
