@@ -143,6 +143,7 @@ void gate_finish(struct gate *g); /* opens it and joins the helper thread */
     X("streams.events", case_streams_events)                                                           \
     X("streams.legacy", case_streams_legacy)                                                           \
     X("streams.per_thread", case_streams_ptds)                                                         \
+    X("streams.host_fn", case_streams_host_fn)                                                         \
     X("capture.status", case_capture_status)                                                           \
     X("capture.pageable", case_capture_pageable)                                                       \
     X("capture.sync_calls", case_capture_sync)                                                         \

@@ -1,6 +1,7 @@
 /* streams.c: the ordering the shim must keep when it stages or registers behind the program's back:
  * event and stream queries before and after completion, the legacy default stream waiting for a
- * blocking stream (and not for a non-blocking one), the per-thread default stream. No timing: a
+ * blocking stream (and not for a non-blocking one), the per-thread default stream, a host function
+ * running after the stream's earlier copy (what the guard relies on). No timing: a
  * gate (a host function that waits) holds a stream; a helper thread opens it after GATE_MS so that
  * a copy that waits returns "after the gate opened" and one that does not returns "before". */
 #include "conform.h"
@@ -114,4 +115,49 @@ void case_streams_ptds(void)
     /* work on the per-thread stream, then a legacy-stream copy: the legacy stream waits for it */
     ordering("legacy_copy_after_ptds.sync_d2h", &d, CU_STREAM_PER_THREAD, 1);
     ordering("legacy_copy_after_ptds.sync_h2d", &d, CU_STREAM_PER_THREAD, 0);
+}
+
+/* What the guard relies on to release a copy at a host function's start: a host function launched
+ * on a stream after an async D2H runs only once the copy is done, so it reads the copy's bytes.
+ * The gate holds the stream until the launch has returned, so the copy cannot be done earlier. */
+struct host_reader {
+    const unsigned char *host;
+    const unsigned char *want;
+    struct gate *g;
+    const char *seen;
+};
+
+static void CUDA_CB read_from_host_fn(void *arg)
+{
+    struct host_reader *r = arg;
+    r->seen = !gate_is_open(r->g)              ? "ran_before_gate"
+              : memcmp(r->host, r->want, N) == 0 ? "ran_after_gate; read_the_copy"
+                                                 : "ran_after_gate; read_stale_bytes";
+}
+
+void case_streams_host_fn(void)
+{
+    CUstream s;
+    CUdeviceptr dev;
+    void *pinned;
+    unsigned char *want = malloc(N);
+    NEED(d.stream_create(&s, 0));
+    NEED(d.mem_alloc(&dev, N));
+    NEED(d.host_alloc(&pinned, N, 0));
+    dev_fill(dev, N, 20);
+    test_fill(want, N, 20);
+    memset(pinned, 0, N);
+    struct gate g;
+    gate_init(&g);
+    NEED(gate_enqueue(&d, &g, s));
+    struct host_reader r = {pinned, want, &g, "never_ran"};
+    say("d2h_behind_gate", "%s", rcs(d.dtoh_async(pinned, dev, N, s)));
+    say("launch", "%s", rcs(d.launch_host_func(s, read_from_host_fn, &r)));
+    gate_open(&g);
+    say("stream_sync", "%s", rcs(d.stream_sync(s)));
+    say("host_fn", "%s", r.seen);
+    gate_finish(&g);
+    free(want);
+    NEED(d.free_host(pinned));
+    NEED(d.mem_free(dev));
 }
