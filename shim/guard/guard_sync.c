@@ -87,14 +87,32 @@ void guard_on_ctx_done(void)
     }
 }
 
-/* --- events: what each covers, recorded while something is guarded --- */
-
-struct guard_event {
-    CUevent ev;
+/* What a stream-ordered point enqueued now (an event record, a host function's launch) covers
+ * once it is reached: the slots of its stream guarded before it. */
+struct guard_cover {
     CUstream stream;
     int32_t tid;
     CUcontext ctx;
     uint64_t order; /* covers the slots with order <= this */
+};
+
+static struct guard_cover cover_now(enum driver_entry_id id, CUstream stream)
+{
+    stream = driver_stream(id, stream);
+    CUcontext ctx = stream == CU_STREAM_LEGACY ? guard_current_ctx() : NULL;
+    return (struct guard_cover){stream, guard_tid(), ctx, __atomic_load_n(&guard_order_counter, __ATOMIC_ACQUIRE)};
+}
+
+static void release_cover(const struct guard_cover *c)
+{
+    guard_release_covered(c->stream, c->order, c->tid, c->ctx);
+}
+
+/* --- events: what each covers, recorded while something is guarded --- */
+
+struct guard_event {
+    CUevent ev;
+    struct guard_cover cover;
 };
 static struct guard_event events[GUARD_EVENTS];
 static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -109,9 +127,7 @@ void guard_on_event_record(enum driver_entry_id id, CUevent event, CUstream stre
 {
     if (!guard_any_live() || !event)
         return;
-    stream = driver_stream(id, stream);
-    CUcontext ctx = stream == CU_STREAM_LEGACY ? guard_current_ctx() : NULL;
-    uint64_t order = __atomic_load_n(&guard_order_counter, __ATOMIC_ACQUIRE);
+    struct guard_cover cover = cover_now(id, stream);
     pthread_mutex_lock(&events_lock);
     size_t h = event_home(event), free_at = GUARD_EVENTS;
     for (size_t k = 0; k < GUARD_EVENTS; k++) {
@@ -128,7 +144,7 @@ void guard_on_event_record(enum driver_entry_id id, CUevent event, CUstream stre
     if (free_at == GUARD_EVENTS)
         events_overflow = true;
     else
-        events[free_at] = (struct guard_event){event, stream, guard_tid(), ctx, order};
+        events[free_at] = (struct guard_event){event, cover};
     pthread_mutex_unlock(&events_lock);
 }
 
@@ -137,19 +153,13 @@ void guard_on_event_done(CUevent event)
     if (!guard_any_live())
         return;
     bool found = false, overflow;
-    CUstream stream = NULL;
-    int32_t tid = 0;
-    CUcontext ctx = NULL;
-    uint64_t order = 0;
+    struct guard_cover cover;
     pthread_mutex_lock(&events_lock);
     size_t h = event_home(event);
     for (size_t k = 0; k < GUARD_EVENTS && events[(h + k) & (GUARD_EVENTS - 1)].ev; k++) {
         size_t j = (h + k) & (GUARD_EVENTS - 1);
         if (events[j].ev == event) {
-            stream = events[j].stream;
-            tid = events[j].tid;
-            ctx = events[j].ctx;
-            order = events[j].order;
+            cover = events[j].cover;
             found = true;
             break;
         }
@@ -157,7 +167,7 @@ void guard_on_event_done(CUevent event)
     overflow = events_overflow;
     pthread_mutex_unlock(&events_lock);
     if (found)
-        guard_release_covered(stream, order, tid, ctx);
+        release_cover(&cover);
     else if (overflow) /* the event may cover anything: release rather than report falsely */
         guard_on_ctx_done();
 }
@@ -167,25 +177,19 @@ void guard_on_event_done(CUevent event)
 struct guard_hostfn {
     CUhostFn fn;
     void *data;
-    CUstream stream;
-    int32_t tid;
-    CUcontext ctx;
-    uint64_t order; /* covers the slots with order <= this, as an event recorded at the launch */
+    struct guard_cover cover; /* as an event recorded at the launch */
 };
 
 struct guard_hostfn *guard_hostfn_wrap(enum driver_entry_id id, CUstream stream, CUhostFn fn, void *data)
 {
     if (!guard_any_live() || !fn) /* a NULL fn must reach the driver as it is: its error is the program's */
         return NULL;
-    stream = driver_stream(id, stream);
-    if (real_stream_capturing(stream))
+    if (real_stream_capturing(driver_stream(id, stream)))
         return NULL;
     struct guard_hostfn *h = malloc(sizeof *h);
     if (!h)
         return NULL;
-    *h = (struct guard_hostfn){fn, data, stream, guard_tid(),
-                               stream == CU_STREAM_LEGACY ? guard_current_ctx() : NULL,
-                               __atomic_load_n(&guard_order_counter, __ATOMIC_ACQUIRE)};
+    *h = (struct guard_hostfn){fn, data, cover_now(id, stream)};
     return h;
 }
 
@@ -195,7 +199,7 @@ void CUDA_CB guard_hostfn_run(void *wrapper)
     struct guard_hostfn h = *(struct guard_hostfn *)wrapper;
     free(wrapper);
     if (guard_any_live())
-        guard_release_covered(h.stream, h.order, h.tid, h.ctx);
+        release_cover(&h.cover);
     h.fn(h.data);
 }
 
