@@ -351,14 +351,18 @@ FK_ENTRY(cuMemFree_v2, (CUdeviceptr dptr))
   }
   struct dheap *h = &heaps[(p - arena) / slice_len];
   size_t i = (size_t)(a - h->v), span = a->span;
+  /* Give the fully owned pages back (neighbours may share the edge pages) while the allocation is
+   * still in the table: once it leaves, another thread's cuMemAlloc may take the address and write
+   * there, and a late MADV_DONTNEED would zero those bytes (the shim's link probe frees its buffer
+   * while the program allocates; the fuzz caught a 16 KiB hole). */
+  size_t ps = page_size();
+  uintptr_t lo = (p + ps - 1) & ~(ps - 1), hi = (p + span) & ~(ps - 1);
+  if (hi > lo)
+    syscall(SYS_madvise, (void *)lo, hi - lo, MADV_DONTNEED);
   h->used -= span;
   memmove(&h->v[i], &h->v[i + 1], (h->n - i - 1) * sizeof *h->v);
   h->n--;
   pthread_rwlock_unlock(&mem_lock);
-  size_t ps = page_size();
-  uintptr_t lo = (p + ps - 1) & ~(ps - 1), hi = (p + span) & ~(ps - 1);
-  if (hi > lo) /* give fully owned pages back; neighbours may share the edge pages */
-    syscall(SYS_madvise, (void *)lo, hi - lo, MADV_DONTNEED);
   return CUDA_SUCCESS;
 }
 
