@@ -1,6 +1,7 @@
 /* linkprobe.c: the link bandwidth probe (see linkprobe.h). Events bracket LINKPROBE_COPIES copies
  * in each direction after one warm-up copy each; rate = bytes / event time. The calls run in relaxed
- * capture mode: allocating on this thread must not invalidate a global capture on another. */
+ * capture mode: allocating on this thread must not invalidate a global capture on another. The
+ * stream is synchronized before anything is freed, whichever call failed. */
 #include "linkprobe.h"
 
 #include <cuda.h>
@@ -57,7 +58,12 @@ static void measure(int dev, void *pinned, size_t bytes)
     ok = ok && drv.record(ev[1], s) == CUDA_SUCCESS;
     for (int i = 0; i < LINKPROBE_COPIES && ok; i++)
         ok = drv.dtoh(pinned, buf, bytes, s) == CUDA_SUCCESS;
-    ok = ok && drv.record(ev[2], s) == CUDA_SUCCESS && drv.stream_sync(s) == CUDA_SUCCESS;
+    ok = ok && drv.record(ev[2], s) == CUDA_SUCCESS;
+    /* On every path, failed calls included: a copy still queued must not land in the buffer after
+     * it is freed (another thread may own the address by then) or in the pool's chunk after the
+     * slab is handed out. */
+    if (s && drv.stream_sync(s) != CUDA_SUCCESS)
+        ok = false;
     float h2d_ms = 0, d2h_ms = 0;
     ok = ok && drv.elapsed(&h2d_ms, ev[0], ev[1]) == CUDA_SUCCESS && drv.elapsed(&d2h_ms, ev[1], ev[2]) == CUDA_SUCCESS;
     if (ok && h2d_ms > 0 && d2h_ms > 0) {
