@@ -43,6 +43,7 @@ static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;     /* where worker
 static pthread_cond_t resident_ready = PTHREAD_COND_INITIALIZER; /* where the others wait */
 static struct workers_job *queue_head, *queue_tail;
 static unsigned started;
+#define WORKERS_H2D_DEFAULT_MAX 16 /* stage_h2d_threads = 0: one per core, at most this many */
 static unsigned parallelism, resident_threads; /* resolved together, once: see workers_parallelism() */
 static bool start_failed;
 
@@ -68,7 +69,7 @@ unsigned workers_parallelism(void)
     /* measured: 16 threads beat 4 and 8 on 16 cores (tests/bench/run_staging.sh); on 32 cores (an
      * H200 host) 32 threads took D2H copies into fresh memory from 32-39 ms to 24-26 */
     p = threads_from(pinshim_policy.stage_threads, 32);
-    unsigned resident = threads_from(pinshim_policy.stage_h2d_threads, 8);
+    unsigned resident = threads_from(pinshim_policy.stage_h2d_threads, WORKERS_H2D_DEFAULT_MAX);
     __atomic_store_n(&resident_threads, resident < p ? resident : p, __ATOMIC_RELAXED);
     __atomic_store_n(&parallelism, p, __ATOMIC_RELEASE);
     return p;
@@ -78,8 +79,10 @@ unsigned workers_parallelism(void)
  * page faults scale with threads. A copy into resident memory is bound by memory bandwidth, and
  * where the program's threads are busy (OpenMP threads spinning after a parallel region) more
  * threads of ours mostly get preempted holding parts. Fresh PyTorch tensors .to("cuda") on the
- * 32-core H200 host, one run, 5 rounds (ms, 64 MiB / 1 GiB): 8 threads 2.89 / 36.2, 32 threads
- * 6.68 / 30.4, before the cap (31 workers) 3.58 / 58.9. */
+ * 32-core H200 host, one run, 5 rounds (ms, 64 MiB / 1 GiB): 8 threads 2.89 / 36.2, 16 threads
+ * 3.0 / 26.2, 32 threads 6.68 / 30.4 (4.85 / 27.8 in another run). On the 16-core H100 host
+ * (compare_builds.py, 3 rounds, 2026-11-25), 8 against 16 threads: 64 MiB 3.71 / 3.58, 1 GiB
+ * 30.9 / 27.8; with OMP_WAIT_POLICY=passive 2.09 / 1.83 and 27.1 / 23.6. Hence at most 16. */
 static unsigned resident_parallelism(void)
 {
     workers_parallelism();

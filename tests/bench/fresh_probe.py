@@ -1,13 +1,26 @@
 """fresh_probe.py: medians (ms) of fresh-buffer copies in PyTorch, for issue #13: a tensor just computed
 (base + i) .to("cuda") at 1, 4, 8, 64 and 256 MiB, and 8 GPU tensors of 64 MiB .to("cpu") into fresh tensors
 (with the process's transparent huge pages while they exist: thp=).
-Run it with and without the shim, and with OMP_WAIT_POLICY=passive to see the OpenMP threads' share.
-Usage: python3 tests/bench/fresh_probe.py [h2d|d2h]   (default both; prints one line). Never asserts a timing."""
-import sys, time, torch
+Run it with and without the shim, and with OMP_WAIT_POLICY=passive (or --pause 30: that many ms between
+computing each tensor and copying it, time in which PyTorch's OpenMP threads stop spinning) to see the
+OpenMP threads' share.
+Usage: python3 tests/bench/fresh_probe.py [h2d|d2h] [--pause MS]   (default both, no pause; prints one
+line). Never asserts a timing."""
+import sys, time
 dev = "cuda:0"
-which = sys.argv[1] if len(sys.argv) > 1 else "both"
-if which not in ("h2d", "d2h", "both"):
-    sys.exit("usage: fresh_probe.py [h2d|d2h]")
+args = sys.argv[1:]
+pause_ms = 0.0
+if "--pause" in args:
+    i = args.index("--pause")
+    try:
+        pause_ms = float(args[i + 1])
+    except (IndexError, ValueError):
+        sys.exit("fresh_probe.py: --pause takes a number of milliseconds")
+    del args[i:i + 2]
+which = args[0] if args else "both"
+if which not in ("h2d", "d2h", "both") or len(args) > 1:
+    sys.exit("usage: fresh_probe.py [h2d|d2h] [--pause MS]")
+import torch
 def med(v): v = sorted(v); return v[len(v)//2]
 def huge_pages_kb():  # transparent huge pages in this process (the 8 fresh tensors' share is 512M at most)
     for line in open("/proc/self/smaps_rollup"):
@@ -23,6 +36,8 @@ for nb, it in ((1*MiB, 30), (4*MiB, 20), (8*MiB, 20), (64*MiB, 8), (256*MiB, 4))
     ts = []
     for i in range(it + 1):
         x = base + i
+        if pause_ms:
+            time.sleep(pause_ms / 1e3)
         torch.cuda.synchronize(); t = time.perf_counter()
         y = x.to(dev); torch.cuda.synchronize()
         if i: ts.append(time.perf_counter() - t)
