@@ -62,6 +62,8 @@
     /* a host function runs after its stream's earlier work: the guard counts it as their sync */  \
     X(launch_host_func,     "cuLaunchHostFunc",           "cuLaunchHostFunc",   10000, 0, LEGACY, launch_host_func) \
     X(launch_host_func_ptsz, "cuLaunchHostFunc_ptsz",     "cuLaunchHostFunc",   10000, 0, PTDS,   launch_host_func) \
+    X(stream_add_callback,  "cuStreamAddCallback",        "cuStreamAddCallback",  5000, 0, LEGACY, stream_add_callback) \
+    X(stream_add_callback_ptsz, "cuStreamAddCallback_ptsz", "cuStreamAddCallback", 5000, 0, PTDS, stream_add_callback) \
     /* pinned host memory the program allocates or registers (classifies its copies) */             \
     X(host_alloc,           "cuMemHostAlloc",             "cuMemHostAlloc",      2020, 0, ANY,    host_alloc) \
     X(alloc_host,           "cuMemAllocHost_v2",          "cuMemAllocHost",      3020, 0, ANY,    alloc_host) \

@@ -68,6 +68,8 @@
 #define SHAPE_event_record_flags_CA , event, stream, flags
 #define SHAPE_launch_host_func_P CUstream stream, CUhostFn fn, void *data
 #define SHAPE_launch_host_func_CA , stream, fn, data
+#define SHAPE_stream_add_callback_P CUstream stream, CUstreamCallback callback, void *data, unsigned int flags
+#define SHAPE_stream_add_callback_CA , stream, callback, data, flags
 #define SHAPE_host_alloc_P void **pp, size_t bytes, unsigned int flags
 #define SHAPE_host_alloc_CA , pp, bytes, flags
 #define SHAPE_alloc_host_P void **pp, size_t bytes
@@ -110,7 +112,7 @@
     S(unified) S(unified_async) S(htod) S(htod_async) S(dtoh) S(dtoh_async) S(dtod) S(dtod_async)   \
     S(m2d) S(m2d_async) S(m3d) S(m3d_async) S(peer) S(peer_async) S(batch_v1) S(batch_v2)           \
     S(stream_sync) S(stream_query) S(ctx_sync_v2) S(event_sync) S(event_query) S(event_record) S(event_record_flags) \
-    S(launch_host_func)                                                                             \
+    S(launch_host_func) S(stream_add_callback)                                                      \
     S(host_alloc) S(alloc_host) S(free_host) S(host_register) S(host_unregister) S(primary_retain) \
     S(primary_reset)                                                                                \
     S(ptr_attr) S(ptr_attrs) S(ptr_set_attr) S(host_get_flags) S(host_get_devptr) S(ctx_destroy)   \

@@ -68,3 +68,17 @@ CUresult shape_launch_host_func(enum driver_entry_id id, SHAPE_launch_host_func_
         guard_hostfn_discard(wrapper);
     return result;
 }
+
+/* The older form (cuStreamAddCallback), the same way; flags other than 0 reach the driver with the
+ * program's own callback, as does everything during capture (which does not support it). */
+CUresult shape_stream_add_callback(enum driver_entry_id id, SHAPE_stream_add_callback_P)
+{
+    ENTRY_PROLOGUE(stream_add_callback, SHAPE_ARGS(stream_add_callback));
+    struct guard_hostfn *wrapper = flags == 0 ? guard_callback_wrap(id, stream, callback, data) : NULL;
+    if (!wrapper)
+        return real(stream, callback, data, flags);
+    CUresult result = real(stream, guard_callback_run, wrapper, flags);
+    if (result != CUDA_SUCCESS)
+        guard_hostfn_discard(wrapper);
+    return result;
+}

@@ -62,6 +62,12 @@ struct guard_hostfn;
 struct guard_hostfn *guard_hostfn_wrap(enum driver_entry_id id, CUstream stream, CUhostFn fn, void *data);
 void CUDA_CB guard_hostfn_run(void *wrapper);
 void guard_hostfn_discard(struct guard_hostfn *wrapper);
+/* The same for a stream callback (cuStreamAddCallback): guard_callback_run(stream, status, wrapper)
+ * releases only when the driver reports CUDA_SUCCESS (as a synchronization's error releases
+ * nothing), then calls callback(stream, status, data); a failed add discards it likewise. */
+struct guard_hostfn *guard_callback_wrap(enum driver_entry_id id, CUstream stream, CUstreamCallback callback,
+                                         void *data);
+void CUDA_CB guard_callback_run(CUstream stream, CUresult status, void *wrapper);
 
 /* Before cuMemFreeHost / cuMemHostUnregister of the allocation at base: unprotect its ranges. */
 void guard_on_host_release(uintptr_t base);

@@ -175,21 +175,39 @@ void guard_on_event_done(CUevent event)
 /* --- host functions: what the stream's work before their launch covers --- */
 
 struct guard_hostfn {
-    CUhostFn fn;
+    CUhostFn fn;               /* cuLaunchHostFunc's, or NULL ... */
+    CUstreamCallback callback; /* ... for cuStreamAddCallback's */
     void *data;
     struct guard_cover cover; /* as an event recorded at the launch */
 };
 
-struct guard_hostfn *guard_hostfn_wrap(enum driver_entry_id id, CUstream stream, CUhostFn fn, void *data)
+/* A wrapper for a host function or callback (fn_given: whether the program gave one), or NULL. */
+static struct guard_hostfn *wrap(enum driver_entry_id id, CUstream stream, bool fn_given)
 {
-    if (!guard_any_live() || !fn) /* a NULL fn must reach the driver as it is: its error is the program's */
+    if (!guard_any_live() || !fn_given) /* a NULL fn must reach the driver as it is: its error is the program's */
         return NULL;
     if (real_stream_capturing(driver_stream(id, stream)))
         return NULL;
     struct guard_hostfn *h = malloc(sizeof *h);
-    if (!h)
-        return NULL;
-    *h = (struct guard_hostfn){fn, data, cover_now(id, stream)};
+    if (h)
+        *h = (struct guard_hostfn){.cover = cover_now(id, stream)};
+    return h;
+}
+
+struct guard_hostfn *guard_hostfn_wrap(enum driver_entry_id id, CUstream stream, CUhostFn fn, void *data)
+{
+    struct guard_hostfn *h = wrap(id, stream, fn != NULL);
+    if (h)
+        h->fn = fn, h->data = data;
+    return h;
+}
+
+struct guard_hostfn *guard_callback_wrap(enum driver_entry_id id, CUstream stream, CUstreamCallback callback,
+                                         void *data)
+{
+    struct guard_hostfn *h = wrap(id, stream, callback != NULL);
+    if (h)
+        h->callback = callback, h->data = data;
     return h;
 }
 
@@ -201,6 +219,15 @@ void CUDA_CB guard_hostfn_run(void *wrapper)
     if (guard_any_live())
         release_cover(&h.cover);
     h.fn(h.data);
+}
+
+void CUDA_CB guard_callback_run(CUstream stream, CUresult status, void *wrapper)
+{
+    struct guard_hostfn h = *(struct guard_hostfn *)wrapper;
+    free(wrapper);
+    if (status == CUDA_SUCCESS && guard_any_live())
+        release_cover(&h.cover);
+    h.callback(stream, status, h.data);
 }
 
 void guard_hostfn_discard(struct guard_hostfn *wrapper) { free(wrapper); }

@@ -46,7 +46,7 @@ PY
 }
 
 @test "with each sync style before the read: zero reports in 200 trials, data correct" {
-    for style in stream ctx event_sync event_query stream_query sync_copy host_fn; do
+    for style in stream ctx event_sync event_query stream_query sync_copy host_fn callback; do
         guarded "$style" warn sync "$style"
         show "$style"
         [ "$(cat "$WORK/$style.rc")" = 0 ]
@@ -64,6 +64,8 @@ PY
     [ "$(cat "$WORK/other.rc")" = 0 ]
     diff "$WORK/plain.out" "$WORK/other.out"
     grep -q '^host function NULL: [1-9]' "$WORK/other.out"
+    grep -q '^stream callback NULL: [1-9]' "$WORK/other.out"
+    grep -q '^stream callback flags 1: [1-9]' "$WORK/other.out"
     [ "$(guard_field other 'g["races"]')" = 200 ]
     [ "$(guard_field other 'g["released_sync"]')" = 0 ]
     grep -Eq '^==[0-9]+== pinshim: SUMMARY: 200 unsynchronized accesses of D2H destinations' "$WORK/other.err"

@@ -161,3 +161,71 @@ void case_streams_host_fn(void)
     NEED(d.free_host(pinned));
     NEED(d.mem_free(dev));
 }
+
+/* The same ordering through cuStreamAddCallback, the older form the guard also counts as a sync:
+ * the callback reads the copy's bytes and is told CUDA_SUCCESS and the stream it was added to.
+ * Then its argument checks, and a capture (which CUDA documents it does not support). */
+struct callback_reader {
+    struct host_reader r;
+    CUstream given, seen_stream;
+    CUresult status;
+    int calls;
+};
+
+static void CUDA_CB read_from_callback(CUstream s, CUresult status, void *arg)
+{
+    struct callback_reader *c = arg;
+    read_from_host_fn(&c->r);
+    c->seen_stream = s;
+    c->status = status;
+    c->calls++;
+}
+
+static void CUDA_CB count_callback(CUstream s, CUresult status, void *arg)
+{
+    (void)s, (void)status;
+    __atomic_add_fetch((int *)arg, 1, __ATOMIC_RELAXED);
+}
+
+void case_streams_callback(void)
+{
+    CUstream s, cs;
+    CUdeviceptr dev;
+    void *pinned;
+    unsigned char *want = malloc(N);
+    NEED(d.stream_create(&s, 0));
+    NEED(d.mem_alloc(&dev, N));
+    NEED(d.host_alloc(&pinned, N, 0));
+    dev_fill(dev, N, 21);
+    test_fill(want, N, 21);
+    memset(pinned, 0, N);
+    struct gate g;
+    gate_init(&g);
+    NEED(gate_enqueue(&d, &g, s));
+    struct callback_reader c = {{pinned, want, &g, "never_ran"}, s, NULL, CUDA_ERROR_UNKNOWN, 0};
+    say("d2h_behind_gate", "%s", rcs(d.dtoh_async(pinned, dev, N, s)));
+    say("add", "%s", rcs(d.add_callback(s, read_from_callback, &c, 0)));
+    gate_open(&g);
+    say("stream_sync", "%s", rcs(d.stream_sync(s)));
+    say("callback", "%s; calls %d; status %s; stream %s", c.r.seen, c.calls, rcs(c.status),
+        c.seen_stream == s ? "as_given" : "other");
+    gate_finish(&g);
+
+    int count = 0;
+    say("flags_1", "%s", rcs(d.add_callback(s, count_callback, &count, 1)));
+    say("null_callback", "%s", rcs(d.add_callback(s, NULL, &count, 0)));
+    say("legacy_stream", "%s", rcs(d.add_callback(NULL, count_callback, &count, 0)));
+    NEED(d.stream_create(&cs, CU_STREAM_NON_BLOCKING));
+    NEED(d.begin_capture(cs, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    say("capturing.add", "%s", rcs(d.add_callback(cs, count_callback, &count, 0)));
+    CUgraph graph = NULL;
+    CUresult r = d.end_capture(cs, &graph);
+    say("capturing.end", "%s; graph %s", rcs(r), graph ? "yes" : "no");
+    if (graph && ex.graph_destroy)
+        ex.graph_destroy(graph);
+    NEED(d.ctx_sync(NULL));
+    say("calls_after_sync", "%d", __atomic_load_n(&count, __ATOMIC_RELAXED));
+    free(want);
+    NEED(d.free_host(pinned));
+    NEED(d.mem_free(dev));
+}

@@ -157,7 +157,7 @@ void fk_dma_reset_after_fork(void);
 
 /* ---- Streams, ops, events (fake_stream.c) -------------------------------------------------- */
 
-enum fk_op_kind { FK_OP_COPY = 1, FK_OP_MEMSET, FK_OP_HOSTFN, FK_OP_WRITE32, FK_OP_EVENT,
+enum fk_op_kind { FK_OP_COPY = 1, FK_OP_MEMSET, FK_OP_HOSTFN, FK_OP_CALLBACK, FK_OP_WRITE32, FK_OP_EVENT,
                   FK_OP_WAIT_EVENT, FK_OP_WAIT_STREAM };
 struct fk_op {
   fk_op *next;
@@ -167,6 +167,7 @@ struct fk_op {
     struct { fk_xfer x; void *staging; size_t staging_len; } copy; /* staging: src replaced by it */
     struct { char *dst; unsigned char val; size_t n; } memset;
     struct { CUhostFn fn; void *arg; } hostfn;
+    struct { CUstreamCallback cb; void *arg; CUstream h; } callback; /* h: the handle as given */
     struct { uint32_t *addr; uint32_t val; } w32;
     struct { fk_event *ev; uint64_t gen; } event;   /* record or wait */
     struct { fk_stream *s; uint64_t seq; } wait;     /* wait for another stream's position */
@@ -208,7 +209,8 @@ CUresult fk_stream_resolve(CUstream h, int per_thread, fk_stream **out);
 
 /* A position in a stream to wait for after fk_submit; s is NULL when there is nothing to wait for. */
 typedef struct fk_ticket { fk_stream *s; uint64_t seq; } fk_ticket;
-enum { FK_SUB_SYNC = 1 /* a synchronous call: refuse a capturing stream */ };
+enum { FK_SUB_SYNC = 1,         /* a synchronous call: refuse a capturing stream */
+       FK_SUB_UNCAPTURABLE = 2  /* work capture does not support (cuStreamAddCallback): refuse it too */ };
 /* Enqueues `op` on the resolved stream (or records it while the stream captures) and, when t is
  * given, returns a ticket for it. On success the op is owned by the fake; on error the caller frees it. */
 CUresult fk_submit(CUstream h, int per_thread, fk_op *op, int flags, fk_ticket *t);

@@ -91,6 +91,7 @@ static const struct row rows[] = {
   { "cuEventElapsedTime", 2000, F(cuEventElapsedTime), NULL },
   { "cuEventElapsedTime", 12080, F(cuEventElapsedTime_v2), NULL },
   { "cuLaunchHostFunc", 10000, F(cuLaunchHostFunc), F(cuLaunchHostFunc_ptsz) },
+  { "cuStreamAddCallback", 5000, F(cuStreamAddCallback), F(cuStreamAddCallback_ptsz) },
   { "cuStreamWriteValue32", 8000, F(cuStreamWriteValue32), F(cuStreamWriteValue32_ptsz) },
   { "cuStreamWriteValue32", 12000, F(cuStreamWriteValue32_v2), F(cuStreamWriteValue32_v2_ptsz) },
 

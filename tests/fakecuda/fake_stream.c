@@ -192,7 +192,8 @@ CUresult fk_stream_resolve(CUstream h, int per_thread, fk_stream **out)
 
 /* ---- workers ------------------------------------------------------------------------------------ */
 
-static CUresult run_op(fk_op *op)
+/* status: the context's first asynchronous error so far, what a stream callback is told. */
+static CUresult run_op(fk_op *op, CUresult status)
 {
   CUresult r = CUDA_SUCCESS;
   switch (op->kind) {
@@ -213,6 +214,9 @@ static CUresult run_op(fk_op *op)
     break;
   case FK_OP_HOSTFN:
     op->u.hostfn.fn(op->u.hostfn.arg);
+    break;
+  case FK_OP_CALLBACK:
+    op->u.callback.cb(op->u.callback.h, status, op->u.callback.arg);
     break;
   case FK_OP_WRITE32:
     r = fk_dma_write32(op->u.w32.addr, op->u.w32.val);
@@ -250,8 +254,9 @@ static void *worker_main(void *arg)
     s->head = op->next;
     if (!s->head)
       s->tail = NULL;
+    CUresult status = s->ctx->sticky;
     pthread_mutex_unlock(&fk_lock);
-    CUresult r = run_op(op);
+    CUresult r = run_op(op, status);
     uint64_t now = fk_now_ns();
     pthread_mutex_lock(&fk_lock);
     if (r && !s->ctx->sticky)
@@ -359,7 +364,7 @@ CUresult fk_submit(CUstream h, int per_thread, fk_op *op, int flags, fk_ticket *
     if (s->capture) {
       if (s->capture_invalid) {
         r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-      } else if (flags & FK_SUB_SYNC) { /* a synchronous call on a capturing stream */
+      } else if (flags & (FK_SUB_SYNC | FK_SUB_UNCAPTURABLE)) { /* a synchronous call, or work capture refuses */
         fk_capture_invalidate(s);
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
       } else {
@@ -797,6 +802,33 @@ static CUresult launch_host_func(CUstream h, CUhostFn fn, void *data, int pt)
 FK_ENTRY_PT(cuLaunchHostFunc, cuLaunchHostFunc_ptsz,
             (CUstream hStream, CUhostFn fn, void *userData),
             launch_host_func(hStream, fn, userData, pt))
+
+/* The older form of a host function: called with the stream as given, the context's first
+ * asynchronous error (CUDA_SUCCESS while there is none) and the data; flags must be 0; capture
+ * does not support it (CUDA's documentation), so it is refused and the capture invalidated, as a
+ * synchronous call on a capturing stream is. */
+static CUresult add_callback(CUstream h, CUstreamCallback cb, void *data, unsigned int flags, int pt)
+{
+  CUresult r = fk_need_ctx(NULL);
+  if (r)
+    return r;
+  if (!cb || flags)
+    return CUDA_ERROR_INVALID_VALUE;
+  fk_op *op = fk_op_new(FK_OP_CALLBACK);
+  if (!op)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  op->u.callback.cb = cb;
+  op->u.callback.arg = data;
+  op->u.callback.h = h;
+  r = fk_submit(h, pt, op, FK_SUB_UNCAPTURABLE, NULL);
+  if (r)
+    fk_op_free(op);
+  return r;
+}
+
+FK_ENTRY_PT(cuStreamAddCallback, cuStreamAddCallback_ptsz,
+            (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags),
+            add_callback(hStream, callback, userData, flags, pt))
 
 /* Writes `value` to addr (device memory, or pinned/registered host memory by either of its
  * addresses) in stream order, with a release store. */

@@ -23,8 +23,8 @@
   X(cuStreamWaitEvent) X(cuStreamWaitEvent_ptsz) X(cuEventCreate) X(cuEventDestroy_v2) \
   X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventRecordWithFlags) X(cuEventRecordWithFlags_ptsz) \
   X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventElapsedTime_v2) \
-  X(cuLaunchHostFunc) X(cuLaunchHostFunc_ptsz) X(cuStreamWriteValue32) X(cuStreamWriteValue32_ptsz) \
-  X(cuStreamWriteValue32_v2) X(cuStreamWriteValue32_v2_ptsz) \
+  X(cuLaunchHostFunc) X(cuLaunchHostFunc_ptsz) X(cuStreamAddCallback) X(cuStreamAddCallback_ptsz) \
+  X(cuStreamWriteValue32) X(cuStreamWriteValue32_ptsz) X(cuStreamWriteValue32_v2) X(cuStreamWriteValue32_v2_ptsz) \
   /* fake_graph.c */ \
   X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz) X(cuStreamBeginCapture_v2) \
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz) \

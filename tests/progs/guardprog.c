@@ -9,9 +9,11 @@
  *   guardprog sync STYLE - synchronizes first (stream, ctx, event_sync, event_query, stream_query,
  *                        sync_copy: a synchronous copy on the legacy stream; host_fn: a host function
  *                        launched on the copy's stream reads the destination, as XLA does, and the
- *                        program waits for it to say so), then reads everything
- *   guardprog hostfn_other - a host function on another stream reads the destination (a race);
- *                        also prints what launching a NULL host function returns
+ *                        program waits for it to say so; callback: the same by cuStreamAddCallback),
+ *                        then reads everything
+ *   guardprog hostfn_other - a host function or stream callback (alternately) on another stream
+ *                        reads the destination (a race); also prints what launching a NULL host
+ *                        function, adding a NULL callback and adding one with flags 1 return
  *   guardprog hostfn_capture - with a copy guarded, a host function captured into a graph runs at
  *                        each of 3 replays (the shim must not wrap it: a wrapper is run once)
  *   guardprog registered - like race, into malloc'd memory registered with cuMemHostRegister
@@ -176,6 +178,14 @@ static void CUDA_CB host_read(void *arg)
     __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
+static void CUDA_CB callback_read(CUstream s, CUresult status, void *arg)
+{
+    (void)s, (void)status;
+    host_read(arg);
+}
+
+static void CUDA_CB callback_nothing(CUstream s, CUresult status, void *arg) { (void)s, (void)status, (void)arg; }
+
 static void host_reader_wait(struct host_reader *r)
 {
     while (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
@@ -198,8 +208,11 @@ static int scenario_sync(const char *style)
     for (int i = 0; i < trials; i++) {
         int k = i & 1;
         CHECK(d.dtoh_async(host, dev[k], bytes, s));
-        if (strcmp(style, "host_fn") == 0) {
-            CHECK(d.launch_host_func(s, host_read, &reader));
+        if (strcmp(style, "host_fn") == 0 || strcmp(style, "callback") == 0) {
+            if (style[0] == 'h')
+                CHECK(d.launch_host_func(s, host_read, &reader));
+            else
+                CHECK(d.add_callback(s, callback_read, &reader, 0));
             host_reader_wait(&reader);
             if (memcmp(reader.seen, expect[k], bytes) != 0) {
                 fprintf(stderr, "trial %d: the host function read stale data\n", i);
@@ -254,9 +267,15 @@ static int scenario_hostfn_other(void)
     for (int i = 0; i < trials; i++) {
         int k = i & 1;
         CHECK(d.dtoh_async(host, dev[k], bytes, s));
-        if (i == 0) /* with a copy guarded: the driver's own answer, with or without the shim */
+        if (i == 0) { /* with a copy guarded: the driver's own answers, with or without the shim */
             printf("host function NULL: %d\n", (int)d.launch_host_func(s, NULL, NULL));
-        CHECK(d.launch_host_func(other, host_read, &reader));
+            printf("stream callback NULL: %d\n", (int)d.add_callback(s, NULL, NULL, 0));
+            printf("stream callback flags 1: %d\n", (int)d.add_callback(s, callback_nothing, NULL, 1));
+        }
+        if (i & 1)
+            CHECK(d.add_callback(other, callback_read, &reader, 0));
+        else
+            CHECK(d.launch_host_func(other, host_read, &reader));
         host_reader_wait(&reader);
         CHECK(d.stream_sync(s));
         if (memcmp(host, expect[k], bytes) != 0) {
@@ -264,7 +283,7 @@ static int scenario_hostfn_other(void)
             return 1;
         }
     }
-    printf("host functions on another stream: %d trials\n", trials);
+    printf("host functions and stream callbacks on another stream: %d trials\n", trials);
     CHECK(d.stream_destroy(other));
     CHECK(d.stream_destroy(s));
     CHECK(d.free_host(host));

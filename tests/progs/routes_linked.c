@@ -45,6 +45,7 @@ int main(void)
 #define LINKED_peer_async cuMemcpyPeerAsync
 #define LINKED_batch cuMemcpyBatchAsync_v2
 #define LINKED_launch_host_func cuLaunchHostFunc
+#define LINKED_add_callback cuStreamAddCallback
 #define LINKED_begin_capture cuStreamBeginCapture_v2
 #define LINKED_end_capture cuStreamEndCapture
 #define LINKED_graph_instantiate cuGraphInstantiateWithFlags

@@ -69,6 +69,8 @@
     X(batch, "cuMemcpyBatchAsync_v2", "cuMemcpyBatchAsync", 13000,                                     \
       (CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *, size_t, CUstream)) \
     X(launch_host_func, "cuLaunchHostFunc", "cuLaunchHostFunc", 10000, (CUstream, CUhostFn, void *))   \
+    X(add_callback, "cuStreamAddCallback", "cuStreamAddCallback", 5000,                                \
+      (CUstream, CUstreamCallback, void *, unsigned int))                                              \
     X(begin_capture, "cuStreamBeginCapture_v2", "cuStreamBeginCapture", 10010, (CUstream, CUstreamCaptureMode)) \
     X(end_capture, "cuStreamEndCapture", "cuStreamEndCapture", 10000, (CUstream, CUgraph *))           \
     X(graph_instantiate, "cuGraphInstantiateWithFlags", "cuGraphInstantiateWithFlags", 11040,          \
@@ -96,7 +98,7 @@ static inline const char *test_ptds_name(const char *exp, char *buf, size_t len)
     static const char *stream_style[] = {"cuMemcpyAsync", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2",
                                          "cuMemcpyDtoDAsync_v2", "cuMemcpy2DAsync_v2", "cuMemcpy3DAsync_v2",
                                          "cuMemcpyPeerAsync", "cuMemcpyBatchAsync_v2", "cuStreamSynchronize",
-                                         "cuStreamQuery", "cuEventRecord", "cuLaunchHostFunc",
+                                         "cuStreamQuery", "cuEventRecord", "cuLaunchHostFunc", "cuStreamAddCallback",
                                          "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuGraphLaunch"};
     for (size_t i = 0; i < sizeof sync_style / sizeof *sync_style; i++)
         if (strcmp(exp, sync_style[i]) == 0) {
