@@ -35,6 +35,8 @@
       "before a staged D2H fills a tracked allocation (pin_on_reuse tracks them) in full, ask for transparent huge pages on its whole page range (only in the system's THP madvise mode, and never once the program gives huge-page advice of its own): 512 times fewer first-touch faults; 8 D2H copies of 64 MiB into fresh PyTorch tensors took 20.8-21.2 ms against 21.6-22.0 without it on an H200 host (18.2-18.5 against 19.9-20.6 with 8M chunks)") \
     X(SIZE, stage_chunk_bytes, "16M", "",                                                      \
       "size of one pinned chunk: the unit of the memcpy/DMA pipeline (on an H200 host with 32 threads, 8M made 8 D2H copies of 64 MiB into fresh tensors 7% faster but a fresh 64 MiB H2D take 4.8-5.3 ms against 2.5-3.9)") \
+    X(SIZE, stage_d2h_first_bytes, "2M", "",                                                   \
+      "a staged D2H's first DMA moves this many bytes (at most a chunk; 0 = a whole chunk), so that the copy-out starts after a short DMA instead of a whole chunk's; the later DMAs are whole chunks (8 D2H copies of 64 MiB into fresh PyTorch tensors on an H100: 30.9 ms with 2M against 37.0 with 0, 6 rounds)") \
     X(ENUM, stage_stores, "streaming", "normal|streaming",                                       \
       "how staging threads write pinned chunks for a H2D: ordinary stores (normal) or non-temporal stores that skip reading each line first (streaming)") \
     X(COUNT, stage_threads, "0", "",                                                           \

@@ -282,7 +282,7 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
     fn_dtoh_async dma = (fn_dtoh_async)driver_real(ENTRY_dtoh_async);
     if (!dma || !stage_safe(c, src, bytes, stream))
         return false;
-    size_t chunk = pool_chunk_bytes();
+    size_t chunk = pool_chunk_bytes(), first = pinshim_policy.stage_d2h_first_bytes;
     struct d2h_slot ring[D2H_WINDOW];
     unsigned head = 0, count = 0, waited = 0; /* ring[head .. head+waited) have had their DMA waited for */
     size_t next_off = 0;
@@ -300,6 +300,8 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
                 break;
             }
             size_t n = bytes - next_off < chunk ? bytes - next_off : chunk;
+            if (next_off == 0 && first > 0 && first < n)
+                n = first; /* the copy-out starts once this much has arrived */
             pinshim_enter();
             CUresult r = dma(ch->ptr, src + next_off, n, stream);
             pinshim_leave();

@@ -311,6 +311,19 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field 'st["hugepage_copies"]')" = 0 ]
 }
 
+@test "stage_d2h_first_bytes: a staged D2H's first DMA is that short, the rest whole chunks; 0: whole chunks from the start" {
+    # a 64 MiB D2H in 16 MiB chunks: 2M + 16M + 16M + 16M + 14M, or 4 x 16M (the fake counts the DMAs)
+    for first in 2M 0; do
+        staged freshdst PINSHIM_STAGE_D2H_FIRST_BYTES=$first PINSHIM_LINK_PROBE=off FAKECUDA_CALL_LOG="$WORK/calls.$first"
+        diff "$WORK/plain.out" "$WORK/shim.out"
+        [ "$(staging_field 'st["staged_copies"]')" = 2 ] # the H2D that fills the device, and the D2H
+    done
+    # the plain run logs its own calls first: the shim's run adds its DMAs to the same file
+    dmas() { awk '$1 == "cuMemcpyDtoHAsync_v2" { n += $2 } END { print n + 0 }' "$1"; }
+    [ "$(dmas "$WORK/calls.2M")" = 5 ]
+    [ "$(dmas "$WORK/calls.0")" = 4 ]
+}
+
 @test "stage_hugepages = on: a D2H that writes only part of an allocation gets no huge-page advice" {
     need_thp_madvise
     staged freshdst_part PINSHIM_STAGE_HUGEPAGES=on PINSHIM_PIN_ON_REUSE=on
