@@ -213,3 +213,20 @@ PY
     echo "$output" | grep -E 'faster, [0-9]+ rounds \(of 500: --budget 1 s reached\)'
     echo "$output" | grep -E '^t +10 \(10-10\) +5 \(5-5\)$'
 }
+
+@test "small_ops_probe.py: bad usage is exit status 2 with the reason; without PyTorch and a GPU it says so and exits 0" {
+    probe="$ROOT/tests/bench/small_ops_probe.py"
+    run python3 "$probe" --only nosuch
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F "unknown setting 'nosuch'"
+    run python3 "$probe" --rounds 0
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--rounds must be at least 1"
+    if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+        skip "PyTorch sees a GPU here: the probe would run"
+    fi
+    run python3 "$probe" --rounds 1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -q '^small_ops_probe: skipped: PyTorch with a CUDA device is needed'
+}
