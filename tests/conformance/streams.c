@@ -135,31 +135,48 @@ static void CUDA_CB read_from_host_fn(void *arg)
                                                  : "ran_after_gate; read_stale_bytes";
 }
 
-void case_streams_host_fn(void)
-{
+/* An async D2H of N bytes (device bytes of `seed`) into zeroed pinned memory, on a new stream a
+ * gate holds, so that what is launched behind it runs only once the gate opens. */
+struct held_d2h {
     CUstream s;
     CUdeviceptr dev;
     void *pinned;
-    unsigned char *want = malloc(N);
-    NEED(d.stream_create(&s, 0));
-    NEED(d.mem_alloc(&dev, N));
-    NEED(d.host_alloc(&pinned, N, 0));
-    dev_fill(dev, N, 20);
-    test_fill(want, N, 20);
-    memset(pinned, 0, N);
+    unsigned char *want; /* the bytes the copy brings */
     struct gate g;
-    gate_init(&g);
-    NEED(gate_enqueue(&d, &g, s));
-    struct host_reader r = {pinned, want, &g, "never_ran"};
-    say("d2h_behind_gate", "%s", rcs(d.dtoh_async(pinned, dev, N, s)));
-    say("launch", "%s", rcs(d.launch_host_func(s, read_from_host_fn, &r)));
-    gate_open(&g);
-    say("stream_sync", "%s", rcs(d.stream_sync(s)));
+};
+
+static void held_d2h_start(struct held_d2h *h, uint32_t seed)
+{
+    h->want = malloc(N);
+    NEED(d.stream_create(&h->s, 0));
+    NEED(d.mem_alloc(&h->dev, N));
+    NEED(d.host_alloc(&h->pinned, N, 0));
+    dev_fill(h->dev, N, seed);
+    test_fill(h->want, N, seed);
+    memset(h->pinned, 0, N);
+    gate_init(&h->g);
+    NEED(gate_enqueue(&d, &h->g, h->s));
+    say("d2h_behind_gate", "%s", rcs(d.dtoh_async(h->pinned, h->dev, N, h->s)));
+}
+
+static void held_d2h_finish(struct held_d2h *h)
+{
+    gate_finish(&h->g);
+    free(h->want);
+    NEED(d.free_host(h->pinned));
+    NEED(d.mem_free(h->dev));
+}
+
+void case_streams_host_fn(void)
+{
+    struct held_d2h h;
+    held_d2h_start(&h, 20);
+    struct host_reader r = {h.pinned, h.want, &h.g, "never_ran"};
+    say("launch", "%s", rcs(d.launch_host_func(h.s, read_from_host_fn, &r)));
+    gate_open(&h.g);
+    say("stream_sync", "%s", rcs(d.stream_sync(h.s)));
     say("host_fn", "%s", r.seen);
-    gate_finish(&g);
-    free(want);
-    NEED(d.free_host(pinned));
-    NEED(d.mem_free(dev));
+    held_d2h_finish(&h);
 }
 
 /* The same ordering through cuStreamAddCallback, the older form the guard also counts as a sync:
@@ -189,32 +206,20 @@ static void CUDA_CB count_callback(CUstream s, CUresult status, void *arg)
 
 void case_streams_callback(void)
 {
-    CUstream s, cs;
-    CUdeviceptr dev;
-    void *pinned;
-    unsigned char *want = malloc(N);
-    NEED(d.stream_create(&s, 0));
-    NEED(d.mem_alloc(&dev, N));
-    NEED(d.host_alloc(&pinned, N, 0));
-    dev_fill(dev, N, 21);
-    test_fill(want, N, 21);
-    memset(pinned, 0, N);
-    struct gate g;
-    gate_init(&g);
-    NEED(gate_enqueue(&d, &g, s));
-    struct callback_reader c = {{pinned, want, &g, "never_ran"}, s, NULL, CUDA_ERROR_UNKNOWN, 0};
-    say("d2h_behind_gate", "%s", rcs(d.dtoh_async(pinned, dev, N, s)));
-    say("add", "%s", rcs(d.add_callback(s, read_from_callback, &c, 0)));
-    gate_open(&g);
-    say("stream_sync", "%s", rcs(d.stream_sync(s)));
+    struct held_d2h h;
+    held_d2h_start(&h, 21);
+    struct callback_reader c = {{h.pinned, h.want, &h.g, "never_ran"}, h.s, NULL, CUDA_ERROR_UNKNOWN, 0};
+    say("add", "%s", rcs(d.add_callback(h.s, read_from_callback, &c, 0)));
+    gate_open(&h.g);
+    say("stream_sync", "%s", rcs(d.stream_sync(h.s)));
     say("callback", "%s; calls %d; status %s; stream %s", c.r.seen, c.calls, rcs(c.status),
-        c.seen_stream == s ? "as_given" : "other");
-    gate_finish(&g);
+        c.seen_stream == h.s ? "as_given" : "other");
 
     int count = 0;
-    say("flags_1", "%s", rcs(d.add_callback(s, count_callback, &count, 1)));
-    say("null_callback", "%s", rcs(d.add_callback(s, NULL, &count, 0)));
+    say("flags_1", "%s", rcs(d.add_callback(h.s, count_callback, &count, 1)));
+    say("null_callback", "%s", rcs(d.add_callback(h.s, NULL, &count, 0)));
     say("legacy_stream", "%s", rcs(d.add_callback(NULL, count_callback, &count, 0)));
+    CUstream cs;
     NEED(d.stream_create(&cs, CU_STREAM_NON_BLOCKING));
     NEED(d.begin_capture(cs, CU_STREAM_CAPTURE_MODE_GLOBAL));
     say("capturing.add", "%s", rcs(d.add_callback(cs, count_callback, &count, 0)));
@@ -225,7 +230,5 @@ void case_streams_callback(void)
         ex.graph_destroy(graph);
     NEED(d.ctx_sync(NULL));
     say("calls_after_sync", "%d", __atomic_load_n(&count, __ATOMIC_RELAXED));
-    free(want);
-    NEED(d.free_host(pinned));
-    NEED(d.mem_free(dev));
+    held_d2h_finish(&h);
 }

@@ -781,6 +781,15 @@ FK_ENTRY_PT(cuStreamWaitEvent, cuStreamWaitEvent_ptsz,
 
 /* ---- host functions and write-value ------------------------------------------------------------ */
 
+/* Queues op (without a ticket) or, when the stream refuses it, frees it; the stream's answer. */
+static CUresult submit_or_free(CUstream h, int pt, fk_op *op, int flags)
+{
+  CUresult r = fk_submit(h, pt, op, flags, NULL);
+  if (r)
+    fk_op_free(op);
+  return r;
+}
+
 static CUresult launch_host_func(CUstream h, CUhostFn fn, void *data, int pt)
 {
   CUresult r = fk_need_ctx(NULL);
@@ -793,10 +802,7 @@ static CUresult launch_host_func(CUstream h, CUhostFn fn, void *data, int pt)
     return CUDA_ERROR_OUT_OF_MEMORY;
   op->u.hostfn.fn = fn;
   op->u.hostfn.arg = data;
-  r = fk_submit(h, pt, op, 0, NULL);
-  if (r)
-    fk_op_free(op);
-  return r;
+  return submit_or_free(h, pt, op, 0);
 }
 
 FK_ENTRY_PT(cuLaunchHostFunc, cuLaunchHostFunc_ptsz,
@@ -820,10 +826,7 @@ static CUresult add_callback(CUstream h, CUstreamCallback cb, void *data, unsign
   op->u.callback.cb = cb;
   op->u.callback.arg = data;
   op->u.callback.h = h;
-  r = fk_submit(h, pt, op, FK_SUB_UNCAPTURABLE, NULL);
-  if (r)
-    fk_op_free(op);
-  return r;
+  return submit_or_free(h, pt, op, FK_SUB_UNCAPTURABLE);
 }
 
 FK_ENTRY_PT(cuStreamAddCallback, cuStreamAddCallback_ptsz,
@@ -848,10 +851,7 @@ static CUresult write_value32(CUstream h, CUdeviceptr addr, cuuint32_t value, un
     return CUDA_ERROR_OUT_OF_MEMORY;
   op->u.w32.addr = (uint32_t *)(uintptr_t)addr;
   op->u.w32.val = value;
-  r = fk_submit(h, pt, op, 0, NULL);
-  if (r)
-    fk_op_free(op);
-  return r;
+  return submit_or_free(h, pt, op, 0);
 }
 
 FK_ENTRY_PT(cuStreamWriteValue32, cuStreamWriteValue32_ptsz,
