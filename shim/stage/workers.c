@@ -79,10 +79,11 @@ unsigned workers_parallelism(void)
  * page faults scale with threads. A copy into resident memory is bound by memory bandwidth, and
  * where the program's threads are busy (OpenMP threads spinning after a parallel region) more
  * threads of ours mostly get preempted holding parts. Fresh PyTorch tensors .to("cuda") on the
- * 32-core H200 host, one run, 5 rounds (ms, 64 MiB / 1 GiB): 8 threads 2.89 / 36.2, 16 threads
- * 3.0 / 26.2, 32 threads 6.68 / 30.4 (4.85 / 27.8 in another run). On the 16-core H100 host
- * (compare_builds.py, 3 rounds, 2026-11-25), 8 against 16 threads: 64 MiB 3.71 / 3.58, 1 GiB
- * 30.9 / 27.8; with OMP_WAIT_POLICY=passive 2.09 / 1.83 and 27.1 / 23.6. Hence at most 16. */
+ * 32-core H200 host, one run, 5 rounds (ms, 64 MiB / 1 GiB): 8 threads 2.89 / 36.2, 32 threads
+ * 6.68 / 30.4, before the cap (31 workers) 3.58 / 58.9; another run: 8 threads 2.97 / 26.4, 16
+ * threads 3.0 / 26.2, 32 threads 4.85 / 27.8. On the 16-core H100 host (compare_builds.py, 3
+ * rounds, 2026-11-25), 8 against 16 threads: 64 MiB 3.71 / 3.58, 1 GiB 30.9 / 27.8; with
+ * OMP_WAIT_POLICY=passive 2.09 / 1.83 and 27.1 / 23.6. Hence at most 16. */
 static unsigned resident_parallelism(void)
 {
     workers_parallelism();
