@@ -36,7 +36,7 @@
     X(SIZE, stage_chunk_bytes, "16M", "",                                                      \
       "size of one pinned chunk: the unit of the memcpy/DMA pipeline (on an H200 host with 32 threads, 8M made 8 D2H copies of 64 MiB into fresh tensors 7% faster but a fresh 64 MiB H2D take 4.8-5.3 ms against 2.5-3.9)") \
     X(SIZE, stage_d2h_first_bytes, "2M", "",                                                   \
-      "a staged D2H's first DMA moves this many bytes (at most a chunk; 0 = a whole chunk), so that the copy-out starts after a short DMA instead of a whole chunk's; the later DMAs are whole chunks (8 D2H copies of 64 MiB into fresh PyTorch tensors on an H100: 30.9 ms with 2M against 37.0 with 0, 6 rounds)") \
+      "a staged D2H larger than a chunk moves this many bytes in its first DMA (0 = a whole chunk), so that the copy-out starts after a short DMA instead of a whole chunk's; the later DMAs are whole chunks (8 D2H copies of 64 MiB into fresh PyTorch tensors on an H100: 30.9 ms with 2M against 37.0 with 0, 6 rounds)") \
     X(ENUM, stage_stores, "streaming", "normal|streaming",                                       \
       "how staging threads write pinned chunks for a H2D: ordinary stores (normal) or non-temporal stores that skip reading each line first (streaming)") \
     X(COUNT, stage_threads, "0", "",                                                           \

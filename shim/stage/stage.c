@@ -300,8 +300,9 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
                 break;
             }
             size_t n = bytes - next_off < chunk ? bytes - next_off : chunk;
-            if (next_off == 0 && first > 0 && first < n)
-                n = first; /* the copy-out starts once this much has arrived */
+            if (next_off == 0 && first > 0 && first < n && bytes > chunk)
+                n = first; /* the copy-out starts once this much has arrived (a copy of one chunk
+                            * keeps one chunk: a second would make the pool grow for it) */
             pinshim_enter();
             CUresult r = dma(ch->ptr, src + next_off, n, stream);
             pinshim_leave();
