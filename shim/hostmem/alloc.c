@@ -184,8 +184,8 @@ PINSHIM_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags
 
 PINSHIM_EXPORT int madvise(void *addr, size_t len, int advice)
 {
-    if (advice == MADV_HUGEPAGE || advice == MADV_NOHUGEPAGE)
-        hugepage_note_program_advice(); /* the program manages huge pages: the shim stays out */
+    if (advice == MADV_HUGEPAGE || advice == MADV_NOHUGEPAGE) /* the program manages huge pages */
+        hugepage_note_program_advice((uintptr_t)addr, (uintptr_t)addr + len, advice == MADV_HUGEPAGE);
     if (advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE)
         alloc_events_discarding((uintptr_t)addr, (uintptr_t)addr + len); /* the pages' contents go away */
     if (alloc_next_ready() && alloc_next.madvise)

@@ -41,6 +41,7 @@ struct alloc_rec {
     uint64_t last_use;        /* registration-cache clock at the last copy: least recently used first */
     int busy;                 /* copies and registrations in progress that use this record */
     bool detached;            /* removed from the table; the last user frees it */
+    bool huge_advised;        /* the program's last huge-page advice over it was MADV_HUGEPAGE */
     UT_hash_handle hh;
 };
 

@@ -9,7 +9,10 @@
  * before (huge pages only back blocks the copy writes in full anyway). Nothing is advised when the
  * system's THP setting is not "madvise" (with "always" it is already done, with "never" it is
  * refused), when stage_hugepages is off (it is on by default), or once the program has given any huge-page
- * advice of its own.
+ * advice of its own. From then on the program's own advice is what counts: a destination in an
+ * allocation the program advised MADV_HUGEPAGE (NumPy does so for arrays of 4 MiB and more) is
+ * reported as one that faults in huge pages, so the staging threads write it one 2 MiB block each
+ * rather than two threads meeting in one block's fault.
  * Contract: thread-safe; takes the allocation table's lock; the madvise is a raw system call (the
  * shim's own hooks never see it). */
 #ifndef PINSHIM_HUGEPAGE_H
@@ -20,17 +23,20 @@
 #include <stdint.h>
 
 /* [p, p + n) is about to be written in full by a staged copy. True when huge pages were advised
- * for it (its fresh pages may then come 2 MiB at a time). */
+ * for it, by the shim now or by the program before (its fresh pages may then come 2 MiB at a
+ * time). */
 bool hugepage_advise_write(void *p, size_t n);
 
 /* What was advised, for the summary (no lock: safe from the log's signal flush). */
 struct hugepage_stats {
     uint64_t copies, bytes; /* staged copies whose allocation was advised; the bytes advised (counted per copy) */
     bool program_decides;   /* the program gave huge-page advice of its own: the shim gave none since */
+    uint64_t program_copies; /* staged copies into allocations the program advised MADV_HUGEPAGE */
 };
 void hugepage_get_stats(struct hugepage_stats *out);
 
-/* The program called madvise(MADV_HUGEPAGE or MADV_NOHUGEPAGE): from now on it decides. */
-void hugepage_note_program_advice(void);
+/* The program called madvise(MADV_HUGEPAGE (huge true) or MADV_NOHUGEPAGE) on [lo, hi): from now
+ * on it decides; the tracked allocations that range touches remember which it was. */
+void hugepage_note_program_advice(uintptr_t lo, uintptr_t hi, bool huge);
 
 #endif

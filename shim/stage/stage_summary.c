@@ -39,12 +39,13 @@ size_t stage_summary_json(char *buf, size_t len)
            ",\"staging\":{\"staged_copies\":%llu,\"staged_bytes\":%llu,\"pool_bytes\":%llu,"
            "\"pool_high_water_bytes\":%llu,\"pool_slabs\":%llu,\"pool_pin_ns\":%llu,\"chunk_acquires\":%llu,"
            "\"chunk_reuses\":%llu,\"wait_ns\":%llu,"
-           "\"hugepage_copies\":%llu,\"hugepage_bytes\":%llu,\"hugepage_program_decides\":%s,\"unstaged\":[",
+           "\"hugepage_copies\":%llu,\"hugepage_bytes\":%llu,\"hugepage_program_decides\":%s,"
+           "\"hugepage_program_copies\":%llu,\"unstaged\":[",
            (unsigned long long)n, (unsigned long long)bytes, (unsigned long long)ps.pool_bytes,
            (unsigned long long)ps.high_water_bytes, (unsigned long long)ps.slabs, (unsigned long long)ps.pin_ns,
            (unsigned long long)ps.acquires,
            (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns, (unsigned long long)hp.copies,
-           (unsigned long long)hp.bytes, hp.program_decides ? "true" : "false");
+           (unsigned long long)hp.bytes, hp.program_decides ? "true" : "false", (unsigned long long)hp.program_copies);
     bool first = true;
     for (int r = 1; r < UNSTAGED_COUNT; r++) {
         stats_unstaged((enum unstaged_reason)r, &c, &b);
@@ -83,6 +84,9 @@ size_t stage_summary_text(char *buf, size_t len)
                (unsigned long long)hp.copies, units_bytes(hp.bytes, b1, sizeof b1));
     if (hp.program_decides && pinshim_policy.stage_hugepages)
         append(buf, len, &at, "==%d== staging: no huge-page advice: the program gives its own (madvise)\n", pid);
+    if (hp.program_copies)
+        append(buf, len, &at, "==%d== staging: %llu copies into huge pages the program advised, written a 2 MiB block per thread\n",
+               pid, (unsigned long long)hp.program_copies);
     for (int r = 1; r < UNSTAGED_COUNT; r++) {
         stats_unstaged((enum unstaged_reason)r, &c, &b);
         if (c)

@@ -311,6 +311,21 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field 'st["hugepage_copies"]')" = 0 ]
 }
 
+@test "a destination the program advised MADV_HUGEPAGE is written as huge pages (a 2 MiB block per thread); MADV_NOHUGEPAGE: not" {
+    need_thp_madvise
+    staged freshdst_advised PINSHIM_PIN_ON_REUSE=on
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    # the program decides: the shim gives no advice of its own, and counts the copy into the program's huge pages
+    [ "$(staging_field '(st["hugepage_program_decides"], st["hugepage_copies"], st["hugepage_program_copies"])')" = "(True, 0, 1)" ]
+    env PINSHIM_PIN_ON_REUSE=on PINSHIM_POOL_GROW_INLINE=on LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" \
+        "$T/staging" freshdst_advised 2>"$WORK/text.err" >/dev/null
+    grep -q '== staging: 1 copies into huge pages the program advised' "$WORK/text.err"
+    staged freshdst_nohuge PINSHIM_PIN_ON_REUSE=on
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'huge: 0 kB' "$WORK/shim.err"
+    [ "$(staging_field '(st["hugepage_program_decides"], st["hugepage_copies"], st["hugepage_program_copies"])')" = "(True, 0, 0)" ]
+}
+
 @test "stage_d2h_first_bytes: a staged D2H's first DMA is that short, the rest whole chunks; 0: whole chunks from the start" {
     # a 64 MiB D2H in 16 MiB chunks: 2M + 16M + 16M + 16M + 14M, or 4 x 16M (the fake counts the DMAs)
     for first in 2M 0; do

@@ -11,6 +11,8 @@
  *   staging presync  - a sync pageable H2D first waits for earlier work on its stream
  *   staging freshdst - a staged D2H into a buffer just allocated (stderr: its huge pages, in kB)
  *   staging freshdst_part - the same writing only the first half of the buffer
+ *   staging freshdst_advised | freshdst_nohuge - the program advises MADV_HUGEPAGE | MADV_NOHUGEPAGE
+ *                             for the buffer before the copy
  *   staging prewarm  - a small pageable copy (none with PREWARM_NO_SMALL_COPY set), a wait (up to 5 s,
  *                      under the shim only) for the pool to have memory, then a 32 MiB round trip
  *                      (stderr: whether the pool got ready)
@@ -19,6 +21,7 @@
  * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -405,10 +408,15 @@ static long huge_kb(const void *p, size_t n)
 
 /* A staged D2H into a buffer just allocated (never touched): bytes right; how much of it ended up
  * in huge pages goes to stderr ("huge: N kB"), which differs with the shim (stage_hugepages). */
-static int fresh_destination(size_t part)
+static int fresh_destination(size_t part, int advice)
 {
     const size_t n = 64u << 20;
     unsigned char *src = malloc(n), *dst = malloc(n);
+    if (advice >= 0) { /* the program's own huge-page advice over the buffer's whole pages, as NumPy gives */
+        uintptr_t lo = ((uintptr_t)dst + 4095) & ~(uintptr_t)4095, hi = ((uintptr_t)dst + n) & ~(uintptr_t)4095;
+        if (madvise((void *)lo, hi - lo, advice) != 0)
+            perror("madvise");
+    }
     CUdeviceptr dev;
     CHECK(d.mem_alloc(&dev, n));
     test_fill(src, n, 77);
@@ -422,10 +430,14 @@ static int fresh_destination(size_t part)
     return 0;
 }
 
-static int scenario_freshdst(void) { return fresh_destination(64u << 20); }
+static int scenario_freshdst(void) { return fresh_destination(64u << 20, -1); }
 
 /* Half the buffer written: a program that touches part of an allocation gets no huge pages. */
-static int scenario_freshdst_part(void) { return fresh_destination(32u << 20); }
+static int scenario_freshdst_part(void) { return fresh_destination(32u << 20, -1); }
+
+/* The program advises huge pages for the buffer itself (or advises against them) before the copy. */
+static int scenario_freshdst_advised(void) { return fresh_destination(64u << 20, MADV_HUGEPAGE); }
+static int scenario_freshdst_nohuge(void) { return fresh_destination(64u << 20, MADV_NOHUGEPAGE); }
 
 /* The pool's bytes as the shim's JSON summary reports them (pinshim_summary_write), or -1 when no
  * shim is loaded. */
@@ -512,7 +524,7 @@ static int scenario_reset(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|prewarm|share|reset\n");
+        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|freshdst_advised|freshdst_nohuge|prewarm|share|reset\n");
         return 2;
     }
     setup();
@@ -526,6 +538,8 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "managed")) return scenario_managed();
     if (!strcmp(argv[1], "presync")) return scenario_presync();
     if (!strcmp(argv[1], "freshdst")) return scenario_freshdst();
+    if (!strcmp(argv[1], "freshdst_advised")) return scenario_freshdst_advised();
+    if (!strcmp(argv[1], "freshdst_nohuge")) return scenario_freshdst_nohuge();
     if (!strcmp(argv[1], "freshdst_part")) return scenario_freshdst_part();
     if (!strcmp(argv[1], "prewarm")) return scenario_prewarm();
     if (!strcmp(argv[1], "share")) return scenario_share();
