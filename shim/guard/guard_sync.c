@@ -96,11 +96,16 @@ struct guard_cover {
     uint64_t order; /* covers the slots with order <= this */
 };
 
-static struct guard_cover cover_now(enum driver_entry_id id, CUstream stream)
+/* What a wait on `stream` (already resolved: driver_stream) would cover, now. */
+static struct guard_cover cover_of(CUstream stream)
 {
-    stream = driver_stream(id, stream);
     CUcontext ctx = stream == CU_STREAM_LEGACY ? guard_current_ctx() : NULL;
     return (struct guard_cover){stream, guard_tid(), ctx, __atomic_load_n(&guard_order_counter, __ATOMIC_ACQUIRE)};
+}
+
+static struct guard_cover cover_now(enum driver_entry_id id, CUstream stream)
+{
+    return cover_of(driver_stream(id, stream));
 }
 
 static void release_cover(const struct guard_cover *c)
@@ -184,13 +189,15 @@ struct guard_hostfn {
 /* A wrapper for a host function or callback (fn_given: whether the program gave one), or NULL. */
 static struct guard_hostfn *wrap(enum driver_entry_id id, CUstream stream, bool fn_given)
 {
-    if (!guard_any_live() || !fn_given) /* a NULL fn must reach the driver as it is: its error is the program's */
+    /* a NULL fn must reach the driver as it is: its error is the program's */
+    if (!guard_any_live() || !fn_given)
         return NULL;
-    if (real_stream_capturing(driver_stream(id, stream)))
+    CUstream resolved = driver_stream(id, stream);
+    if (real_stream_capturing(resolved))
         return NULL;
     struct guard_hostfn *h = malloc(sizeof *h);
     if (h)
-        *h = (struct guard_hostfn){.cover = cover_now(id, stream)};
+        *h = (struct guard_hostfn){.cover = cover_of(resolved)};
     return h;
 }
 

@@ -3,10 +3,13 @@
  * threads (each its own slice), GB/s of: touch (first-touch page faults, 4 KiB pages unless the
  * system's THP setting is "always"), populate (madvise(MADV_POPULATE_WRITE) per slice, then the
  * write), huge (madvise(MADV_HUGEPAGE) on the whole mapping first, then the write), and warm (the
- * same mapping written again: memory bandwidth). Prints the system's THP setting. No CUDA.
+ * same mapping written again: memory bandwidth); then the same with memcpy from a resident source
+ * instead of memset, as a staged D2H's copy-out writes: copy-huge (into a fresh mapping advised
+ * MADV_HUGEPAGE) and copy-warm (into resident memory). Prints the system's THP setting. No CUDA.
  * Usage: fault_probe [MiB...]   (default 64 256). Build: gcc -O2 -pthread fault_probe.c */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +21,12 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-enum mode { TOUCH, POPULATE, HUGE, WARM, MODES };
-static const char *const names[MODES] = {"touch", "populate", "huge", "warm"};
+enum mode { TOUCH, POPULATE, HUGE, WARM, COPY_HUGE, COPY_WARM, MODES };
+static const char *const names[MODES] = {"touch", "populate", "huge", "warm", "copy-huge", "copy-warm"};
 
 struct slice {
     char *p;
+    const char *src; /* the copy modes' source, resident */
     size_t n;
     enum mode mode;
 };
@@ -39,26 +43,31 @@ static void *write_slice(void *arg)
     struct slice *s = arg;
     if (s->mode == POPULATE)
         madvise(s->p, s->n, MADV_POPULATE_WRITE);
-    memset(s->p, 1, s->n);
+    if (s->src)
+        memcpy(s->p, s->src, s->n);
+    else
+        memset(s->p, 1, s->n);
     return NULL;
 }
 
-static double run(size_t bytes, int threads, enum mode mode)
+static double run(size_t bytes, int threads, enum mode mode, const char *src)
 {
     char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return 0;
-    if (mode == HUGE)
+    if (mode == HUGE || mode == COPY_HUGE)
         madvise(p, bytes, MADV_HUGEPAGE);
-    if (mode == WARM)
+    if (mode == WARM || mode == COPY_WARM)
         memset(p, 2, bytes);
+    bool copy = mode == COPY_HUGE || mode == COPY_WARM;
     pthread_t t[64];
     struct slice s[64];
     size_t part = (bytes / (size_t)threads + 4095) & ~(size_t)4095;
     double t0 = now_s();
     for (int i = 0; i < threads; i++) {
         size_t off = (size_t)i * part;
-        s[i] = (struct slice){p + off, off >= bytes ? 0 : (bytes - off < part ? bytes - off : part), mode};
+        s[i] = (struct slice){p + off, copy ? src + off : NULL, off >= bytes ? 0 : (bytes - off < part ? bytes - off : part),
+                              mode};
         pthread_create(&t[i], NULL, write_slice, &s[i]);
     }
     for (int i = 0; i < threads; i++)
@@ -81,17 +90,22 @@ int main(int argc, char **argv)
     static const int thread_counts[] = {1, 4, 8, 16};
     for (int a = argc > 1 ? 1 : 0; a < (argc > 1 ? argc : 2); a++) {
         size_t mib = argc > 1 ? (size_t)atol(argv[a]) : (a == 0 ? 64 : 256);
+        char *src = malloc(mib << 20);
+        if (!src)
+            return 1;
+        memset(src, 3, mib << 20);
         for (size_t k = 0; k < sizeof thread_counts / sizeof *thread_counts; k++) {
             printf("fault_probe %4zu MiB %2d threads:", mib, thread_counts[k]);
             for (int m = 0; m < MODES; m++) {
                 double best = 0;
                 for (int rep = 0; rep < 3; rep++) {
-                    double g = run(mib << 20, thread_counts[k], (enum mode)m);
+                    double g = run(mib << 20, thread_counts[k], (enum mode)m, src);
                     best = g > best ? g : best;
                 }
                 printf(" %s %.1f GB/s%s", names[m], best, m + 1 < MODES ? "," : "\n");
             }
         }
+        free(src);
     }
     return 0;
 }
