@@ -49,6 +49,9 @@ static void set_huge_advised(struct alloc_rec *r, void *huge) { r->huge_advised 
 void hugepage_note_program_advice(uintptr_t lo, uintptr_t hi, bool huge)
 {
     __atomic_store_n(&program_decides, true, __ATOMIC_RELAXED);
+    /* a thread holding the table lock (the shim's own work, a driver call in it) would deadlock */
+    if (alloc_table_held())
+        return;
     alloc_table_lock();
     alloc_table_each_overlapping(lo, hi, set_huge_advised, &huge);
     alloc_table_unlock();

@@ -66,8 +66,8 @@ static double run(size_t bytes, int threads, enum mode mode, const char *src)
     double t0 = now_s();
     for (int i = 0; i < threads; i++) {
         size_t off = (size_t)i * part;
-        s[i] = (struct slice){p + off, copy ? src + off : NULL, off >= bytes ? 0 : (bytes - off < part ? bytes - off : part),
-                              mode};
+        size_t n = off >= bytes ? 0 : (bytes - off < part ? bytes - off : part);
+        s[i] = (struct slice){p + off, copy ? src + off : NULL, n, mode};
         pthread_create(&t[i], NULL, write_slice, &s[i]);
     }
     for (int i = 0; i < threads; i++)

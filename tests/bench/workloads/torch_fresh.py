@@ -1,6 +1,6 @@
-"""torch_fresh.py: a tensor just computed on the CPU, (base + i), sent .to("cuda") once: nothing to
-reuse, so only staging can help (from stage_min_bytes, 4 MiB; smaller copies pass to the driver).
-Sizes 1, 4, 8 MiB (30 copies each), 64 MiB (8), 256 MiB (4), 1 GiB (3), each size after one warm-up copy, and for
+"""torch_fresh.py: a tensor just computed on the CPU, (base + i), sent .to("cuda") once: nothing to reuse,
+so only staging can help (from stage_min_bytes, 4 MiB; smaller copies pass to the driver). Sizes 1, 4, 8
+MiB (30 copies each), 64 MiB (8), 256 MiB (4), 1 GiB (3), each size after one warm-up copy, and for
 reference the 4 MiB and 64 MiB copies from a preallocated pinned tensor. Only the copy and its
 synchronize are timed, not the computation. Metrics: ms per copy (median). Digest: every copy as it
 arrived on the GPU."""
