@@ -572,7 +572,9 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
         if (c && more)
             return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
         if (growing && pinshim_policy.pool_grow_inline) {
+            uint64_t t0 = pinshim_now_ns();
             pthread_cond_wait(&chunk_returned, &lock); /* another thread is allocating for us all */
+            stat_add(&stats.chunk_wait_ns, pinshim_now_ns() - t0);
             continue;
         }
         if (more)
@@ -604,7 +606,10 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
             STAILQ_INSERT_TAIL(&waiters, &me, link);
             waiting = true;
         }
-        if (!wait_for_return(deadline))
+        uint64_t t0 = pinshim_now_ns();
+        bool in_time = wait_for_return(deadline);
+        stat_add(&stats.chunk_wait_ns, pinshim_now_ns() - t0);
+        if (!in_time)
             return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
     }
 }
@@ -692,6 +697,7 @@ void pool_get_stats(struct pool_stats *out)
     out->chunk_reuses = __atomic_load_n(&stats.chunk_reuses, __ATOMIC_RELAXED);
     out->acquires = __atomic_load_n(&stats.acquires, __ATOMIC_RELAXED);
     out->wait_ns = __atomic_load_n(&stats.wait_ns, __ATOMIC_RELAXED);
+    out->chunk_wait_ns = __atomic_load_n(&stats.chunk_wait_ns, __ATOMIC_RELAXED);
     out->slabs = __atomic_load_n(&stats.slabs, __ATOMIC_RELAXED);
     out->pin_ns = __atomic_load_n(&stats.pin_ns, __ATOMIC_RELAXED);
 }

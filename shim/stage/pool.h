@@ -98,7 +98,9 @@ void pool_forget_context(CUcontext ctx, CUdevice dev);
 
 
 struct pool_stats {
-    uint64_t pool_bytes, high_water_bytes, chunk_reuses, acquires, wait_ns;
+    uint64_t pool_bytes, high_water_bytes, chunk_reuses, acquires;
+    uint64_t wait_ns;       /* waiting for the DMA behind a chunk (pool_wait: a D2H's own, a chunk's before reuse) */
+    uint64_t chunk_wait_ns; /* blocked until another copy gave a chunk back (or the pool grew) */
     uint64_t slabs, pin_ns; /* slabs pinned, and the time spent in the driver's pinning calls */
 };
 void pool_get_stats(struct pool_stats *out);

@@ -38,13 +38,14 @@ size_t stage_summary_json(char *buf, size_t len)
     append(buf, len, &at,
            ",\"staging\":{\"staged_copies\":%llu,\"staged_bytes\":%llu,\"pool_bytes\":%llu,"
            "\"pool_high_water_bytes\":%llu,\"pool_slabs\":%llu,\"pool_pin_ns\":%llu,\"chunk_acquires\":%llu,"
-           "\"chunk_reuses\":%llu,\"wait_ns\":%llu,"
+           "\"chunk_reuses\":%llu,\"wait_ns\":%llu,\"chunk_wait_ns\":%llu,"
            "\"hugepage_copies\":%llu,\"hugepage_bytes\":%llu,\"hugepage_program_decides\":%s,"
            "\"hugepage_program_copies\":%llu,\"unstaged\":[",
            (unsigned long long)n, (unsigned long long)bytes, (unsigned long long)ps.pool_bytes,
            (unsigned long long)ps.high_water_bytes, (unsigned long long)ps.slabs, (unsigned long long)ps.pin_ns,
            (unsigned long long)ps.acquires,
-           (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns, (unsigned long long)hp.copies,
+           (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns, (unsigned long long)ps.chunk_wait_ns,
+           (unsigned long long)hp.copies,
            (unsigned long long)hp.bytes, hp.program_decides ? "true" : "false", (unsigned long long)hp.program_copies);
     bool first = true;
     for (int r = 1; r < UNSTAGED_COUNT; r++) {
@@ -63,7 +64,7 @@ size_t stage_summary_text(char *buf, size_t len)
 {
     uint64_t n, bytes, c, b;
     struct pool_stats ps;
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     int pid = (int)getpid();
     stats_staged(&n, &bytes);
     pool_get_stats(&ps);
@@ -72,11 +73,12 @@ size_t stage_summary_text(char *buf, size_t len)
     if (n || ps.pool_bytes)
         append(buf, len, &at,
                "==%d== staging: %llu copies (%s) through the pinned pool; pool %s (high water %s; %llu slabs, "
-               "%s in the driver pinning them), %llu chunk reuses, %s waiting for chunks\n",
+               "%s in the driver pinning them), %llu chunk reuses, %s waiting for chunks' DMAs, %s for chunks other "
+               "copies held\n",
                pid, (unsigned long long)n, units_bytes(bytes, b1, sizeof b1), units_bytes(ps.pool_bytes, b2, sizeof b2),
                units_bytes(ps.high_water_bytes, b3, sizeof b3), (unsigned long long)ps.slabs,
                units_ns(ps.pin_ns, b5, sizeof b5), (unsigned long long)ps.chunk_reuses,
-               units_ns(ps.wait_ns, b4, sizeof b4));
+               units_ns(ps.wait_ns, b4, sizeof b4), units_ns(ps.chunk_wait_ns, b6, sizeof b6));
     struct hugepage_stats hp;
     hugepage_get_stats(&hp);
     if (hp.copies)

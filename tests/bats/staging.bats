@@ -114,6 +114,8 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     # every candidate is staged, or passed to the driver because the chunk was busy elsewhere
     [ "$(staging_field 'st["staged_copies"] + why.get("pool busy on other streams", {"count": 0})["count"]')" = 192 ]
     [ "$(staging_field 'st["staged_copies"]')" -gt 0 ]
+    # 16 threads on one chunk: copies were blocked until another gave it back, and the summary says how long
+    [ "$(staging_field 'st["chunk_wait_ns"] > 0')" = True ]
 }
 
 @test "two copies share a small pool: D2H copies get chunks while another thread stages without pause" {
