@@ -40,9 +40,9 @@
     X(ENUM, stage_stores, "streaming", "normal|streaming",                                       \
       "how staging threads write pinned chunks for a H2D: ordinary stores (normal) or non-temporal stores that skip reading each line first (streaming)") \
     X(COUNT, stage_threads, "0", "",                                                           \
-      "threads that memcpy into and out of the pool, the calling thread included; 0 = min(cores, 32)") \
+      "threads that memcpy into and out of the pool, the calling thread included; 0 = min(cores the process may run on, by its CPU affinity, 32)") \
     X(COUNT, stage_h2d_threads, "0", "",                                                       \
-      "of those, how many share the copies into the pool (H2D), the calling thread included; 0 = min(cores, 16) (fresh 64 MiB PyTorch tensors .to(\"cuda\"): on a 16-core H100 host 3.58 ms with 16 threads, 3.71 with 8, 1.83 and 2.09 with OMP_WAIT_POLICY=passive; on a 32-core H200 host 3.0 with 16, 2.97 with 8, 4.85 with 32)") \
+      "of those, how many share the copies into the pool (H2D), the calling thread included; 0 = min(those cores, 16) (fresh 64 MiB PyTorch tensors .to(\"cuda\"): on a 16-core H100 host 3.58 ms with 16 threads, 3.71 with 8, 1.83 and 2.09 with OMP_WAIT_POLICY=passive; on a 32-core H200 host 3.0 with 16, 2.97 with 8, 4.85 with 32)") \
     X(SIZE, pool_max_bytes, "0", "",                                                           \
       "cap on pinned pool memory; at the cap staging waits for the oldest chunk; 0 = 1/16 of RAM, at most 1G") \
     X(SIZE, pool_slab_bytes, "64M", "",                                                        \

@@ -8,6 +8,7 @@
 #include "workers.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -47,11 +48,21 @@ static unsigned started;
 static unsigned parallelism, resident_threads; /* resolved together, once: see workers_parallelism() */
 static bool start_failed;
 
-/* A thread-count key's value: 0 = the online cores, at most `cap`; never above WORKERS_MAX. */
+/* The cores this process may run on: its CPU affinity (a rank of a job bound to some cores by
+ * Slurm, numactl or taskset gets threads for those, not for the whole host), else the online ones. */
+static long usable_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* A thread-count key's value: 0 = the usable cores, at most `cap`; never above WORKERS_MAX. */
 static unsigned threads_from(uint64_t want, uint64_t cap)
 {
     if (want == 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        long cores = usable_cores();
         want = cores < 1 ? 1 : (uint64_t)cores;
         if (want > cap)
             want = cap;

@@ -33,16 +33,24 @@ void stream_copy(void *dst, const void *src, size_t n)
     __atomic_sub_fetch(&copying_now, 1, __ATOMIC_RELAXED);
 }
 
-/* sysconf, counted: the thread counts are resolved once, not per copy */
+/* The core count's sources, counted: the thread counts are resolved once, not per copy */
+#include <sched.h>
 static unsigned sysconf_calls;
 static long counting_sysconf(int name)
 {
     sysconf_calls++;
     return sysconf(name);
 }
+static int counting_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
+{
+    sysconf_calls++;
+    return sched_getaffinity(pid, size, set);
+}
 #define sysconf counting_sysconf
+#define sched_getaffinity counting_getaffinity
 #include "../../shim/stage/workers.c"
 #undef sysconf
+#undef sched_getaffinity
 
 struct policy pinshim_policy;
 __thread int pinshim_depth;
@@ -174,10 +182,29 @@ int main(void)
             workers_finish(&jobs[q]);
     }
     if (sysconf_calls - before > 2) {
-        printf("workers: %u sysconf calls for 60 copies (the thread counts are not kept)\n", sysconf_calls - before);
+        printf("workers: %u core-count calls for 60 copies (the thread counts are not kept)\n", sysconf_calls - before);
         return 1;
     }
     printf("workers: thread counts resolved once for 60 copies\n");
+
+    /* The default counts follow the process's CPU affinity, not the host's core count. */
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all) != 0)
+        return 2;
+    CPU_ZERO(&one);
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &all)) {
+            CPU_SET(cpu, &one);
+            break;
+        }
+    if (sched_setaffinity(0, sizeof one, &one) != 0)
+        return 2;
+    __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
+    unsigned bound = workers_parallelism(), bound_h2d = resident_parallelism();
+    sched_setaffinity(0, sizeof all, &all);
+    __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
+    printf("workers: default threads on one allowed CPU: %u and %u for copies into the pool (%u allowed now: %u)\n",
+           bound, bound_h2d, (unsigned)CPU_COUNT(&all), workers_parallelism());
 
     /* workers_populate with 16 threads, over a range that starts and ends inside 2 MiB blocks: every
      * page of it resident after (mincore), its bytes still zero, the pages just outside it not
