@@ -513,13 +513,15 @@ static enum growth grow_if_possible(int *dev)
 #define POOL_POLL_NS 200000u
 
 /* Sleeps until a chunk comes back or the pool grows, or POOL_POLL_NS, or deadline_ns (as
- * pinshim_now_ns), whichever is first. Lock held. False once the deadline has passed. */
+ * pinshim_now_ns), whichever is first, counting the time slept (chunk_wait_ns). Lock held. False
+ * once the deadline has passed. */
 static bool wait_for_return(uint64_t deadline_ns)
 {
     uint64_t now = pinshim_now_ns();
     if (now >= deadline_ns)
         return false;
     pinshim_cond_wait_ns(&chunk_returned, &lock, deadline_ns - now < POOL_POLL_NS ? deadline_ns - now : POOL_POLL_NS);
+    stat_add(&stats.chunk_wait_ns, pinshim_now_ns() - now);
     return true;
 }
 
@@ -606,10 +608,7 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
             STAILQ_INSERT_TAIL(&waiters, &me, link);
             waiting = true;
         }
-        uint64_t t0 = pinshim_now_ns();
-        bool in_time = wait_for_return(deadline);
-        stat_add(&stats.chunk_wait_ns, pinshim_now_ns() - t0);
-        if (!in_time)
+        if (!wait_for_return(deadline))
             return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
     }
 }

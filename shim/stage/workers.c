@@ -44,7 +44,8 @@ static pthread_cond_t work_ready = PTHREAD_COND_INITIALIZER;     /* where worker
 static pthread_cond_t resident_ready = PTHREAD_COND_INITIALIZER; /* where the others wait */
 static struct workers_job *queue_head, *queue_tail;
 static unsigned started;
-#define WORKERS_H2D_DEFAULT_MAX 16 /* stage_h2d_threads = 0: one per core, at most this many */
+#define WORKERS_DEFAULT_MAX 32     /* stage_threads = 0: one per usable core, at most this many */
+#define WORKERS_H2D_DEFAULT_MAX 16 /* stage_h2d_threads = 0: likewise, at most this many */
 static unsigned parallelism, resident_threads; /* resolved together, once: see workers_parallelism() */
 static bool start_failed;
 
@@ -79,7 +80,7 @@ unsigned workers_parallelism(void)
         return p;
     /* measured: 16 threads beat 4 and 8 on 16 cores (tests/bench/run_staging.sh); on 32 cores (an
      * H200 host) 32 threads took D2H copies into fresh memory from 32-39 ms to 24-26 */
-    p = threads_from(pinshim_policy.stage_threads, 32);
+    p = threads_from(pinshim_policy.stage_threads, WORKERS_DEFAULT_MAX);
     unsigned resident = threads_from(pinshim_policy.stage_h2d_threads, WORKERS_H2D_DEFAULT_MAX);
     __atomic_store_n(&resident_threads, resident < p ? resident : p, __ATOMIC_RELAXED);
     __atomic_store_n(&parallelism, p, __ATOMIC_RELEASE);
