@@ -1,5 +1,7 @@
 /* memkind.c: pointer classification (see memkind.h). The range table is a sorted array under a
- * read-write lock; a generation counter invalidates each thread's one-entry cache on any change. */
+ * read-write lock; a generation counter, raised on any change of the table and on every unmapping
+ * the allocation hooks see, invalidates each thread's one-entry cache and the table of pages the
+ * driver called plain host memory. */
 #define _GNU_SOURCE
 #include "memkind.h"
 
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc_events.h"
 #include "base/common.h"
 #include "base/real.h"
 
@@ -26,6 +29,22 @@ static __thread struct {
     uint64_t generation;
     struct range hit;
 } cache __attribute__((tls_model("initial-exec")));
+
+/* Pages the driver called plain host memory, in one table all threads share, direct-mapped by page
+ * number: a slot is one word, the page number with the generation it was asked in above it, so a
+ * slot is right or stale as a whole and any change of the generation makes every slot stale. A
+ * small copy's pageable side asks the driver (cuPointerGetAttributes, 100-140 ns on an H200 host)
+ * once per page until then. Pages above a 48-bit address space are not remembered; the generation
+ * kept is its low 28 bits (a slot untouched through 2^28 changes could come back: a miscount). */
+#define PAGEABLE_SLOTS 4096u /* 32 KiB: the pages of a thousand 4 KB tensors mostly fit */
+#define PAGE_SHIFT 12
+#define PAGE_BITS 36
+static uint64_t pageable_pages[PAGEABLE_SLOTS];
+
+static uint64_t *pageable_slot(uint64_t page)
+{
+    return &pageable_pages[(page * 0x9E3779B97F4A7C15ull) >> 52]; /* the top 12 bits: 4096 slots */
+}
 
 /* Index of the first range with base > p. Caller holds the lock. */
 static size_t upper_bound(uintptr_t p)
@@ -64,6 +83,16 @@ static bool table_lookup(uintptr_t p, struct range *out)
     return found;
 }
 
+/* Whether any range of the table overlaps [lo, hi). */
+static bool table_overlaps(uintptr_t lo, uintptr_t hi)
+{
+    pthread_rwlock_rdlock(&table_lock);
+    size_t i = upper_bound(hi - 1); /* ranges[i - 1] is the last one starting before hi */
+    bool overlaps = i > 0 && ranges[i - 1].end > lo;
+    pthread_rwlock_unlock(&table_lock);
+    return overlaps;
+}
+
 typedef CUresult (*get_attributes_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
 
 static enum host_kind driver_kind(uintptr_t p)
@@ -100,6 +129,23 @@ enum host_kind memkind_of(uintptr_t p)
     if (table_lookup(p, &r))
         return r.kind;
     return driver_kind(p);
+}
+
+enum host_kind memkind_of_small(uintptr_t p)
+{
+    uint64_t page = (uint64_t)p >> PAGE_SHIFT;
+    if (page == 0 || page >> PAGE_BITS)
+        return memkind_of(p);
+    /* the generation is read before the lookup: a change meanwhile leaves the slot stale */
+    uint64_t want = page | __atomic_load_n(&generation, __ATOMIC_ACQUIRE) << PAGE_BITS;
+    uint64_t *slot = pageable_slot(page);
+    if (__atomic_load_n(slot, __ATOMIC_RELAXED) == want)
+        return KIND_PAGEABLE;
+    enum host_kind kind = memkind_of(p);
+    /* the driver answers per byte: a page that holds part of a known range is asked every time */
+    if (kind == KIND_PAGEABLE && !table_overlaps(page << PAGE_SHIFT, (page + 1) << PAGE_SHIFT))
+        __atomic_store_n(slot, want, __ATOMIC_RELAXED);
+    return kind;
 }
 
 bool memkind_range_of(uintptr_t p, uintptr_t *base, uintptr_t *end)
@@ -176,5 +222,15 @@ void memkind_forget_all(void)
     range_count = 0;
     generation++;
 }
+
+static void host_unmapped(uintptr_t lo, uintptr_t hi)
+{
+    (void)lo, (void)hi;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+}
+
+static const struct alloc_subscriber host_map_subscriber = {.min_bytes = SIZE_MAX, .unmapping = host_unmapped};
+
+const struct alloc_subscriber *memkind_subscriber(void) { return &host_map_subscriber; }
 
 void memkind_allow_driver(bool allow) { __atomic_store_n(&driver_allowed, allow, __ATOMIC_RELAXED); }

@@ -16,6 +16,14 @@
 /* Classifies an address. */
 enum host_kind memkind_of(uintptr_t p);
 
+/* The same for a side of a copy whose kind changes only what the summary says of it (too small to
+ * be staged): a page the driver called pageable, holding no part of a range of the table, stays
+ * pageable until the table changes or the allocation hooks see memory unmapped (munmap, mremap,
+ * MAP_FIXED). A page pinned by a route the shim does not see, or unmapped where the hooks do not
+ * see it (glibc's own munmap inside free) or while it is being asked about, may be miscounted as
+ * pageable, so nothing but counting may rely on it. */
+enum host_kind memkind_of_small(uintptr_t p);
+
 /* The program allocated pinned memory / registered a range (after the driver said yes). */
 void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind);
 
@@ -31,6 +39,11 @@ void memkind_clear(void);
 
 /* Forget everything (forked child). Not thread-safe: call only with one thread alive. */
 void memkind_forget_all(void);
+
+/* The allocation-event subscriber that raises the generation on every unmapping (subscribed by
+ * the constructor). */
+struct alloc_subscriber;
+const struct alloc_subscriber *memkind_subscriber(void);
 
 /* Allow or forbid the driver query (false in a forked child: no CUDA calls there). */
 void memkind_allow_driver(bool allow);

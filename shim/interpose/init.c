@@ -57,6 +57,7 @@ __attribute__((constructor)) static void pinshim_init(void)
     for (size_t i = 0; i < sizeof summary_sections / sizeof summary_sections[0]; i++)
         stats_add_section(&summary_sections[i]);
     policy_load();
+    alloc_events_subscribe(memkind_subscriber()); /* unmapped pages forget what the driver said */
     const struct alloc_subscriber *cache = regcache_configure();
     if (cache)
         alloc_events_subscribe(cache); /* from now on large allocations are tracked */

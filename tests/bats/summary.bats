@@ -40,6 +40,42 @@ assert h2d == 80, h2d  # 5 sizes x 8 rounds x (pageable + pinned)
 PY
 }
 
+# kindprog MODE...: runs it without and with the shim (call log in $WORK/calls), same output.
+kind_run() {
+    run_app plain noshim "$T/kindprog" "$@"
+    rm -f "$WORK/calls"
+    PINSHIM_SUMMARY=json FAKECUDA_CALL_LOG="$WORK/calls" run_app shim shim "$T/kindprog" "$@"
+    show shim
+    [ "$(cat "$WORK/shim.rc")" = 0 ]
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep '^{' "$WORK/shim.err" >"$WORK/s.json"
+}
+
+pointer_queries() { awk '$1 == "cuPointerGetAttributes" { n = $2 } END { print n + 0 }' "$WORK/calls"; }
+
+@test "small copies: the driver is asked once per pageable page, again once the memory is registered, unregistered or unmapped; a partly registered page every time" {
+    kind_run same 200 # 4 KB copies from one page, and one back into a stack buffer
+    [ "$(pointer_queries)" -le 3 ]
+    kind_run large 200 # 128 KiB copies (a size staging may take): asked every time
+    [ "$(pointer_queries)" -ge 200 ]
+    kind_run register # pageable, registered by the program, unregistered: the counts follow
+    python3 - "$WORK/s.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+h2d = {r["host_kind"]: r["count"] for r in s["transfers"] if r["dir"] == "h2d"}
+assert h2d == {"pageable": 2, "registered": 1}, h2d
+PY
+    kind_run subpage # a page partly registered: each copy as the driver answers for its first byte
+    python3 - "$WORK/s.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+h2d = {r["host_kind"]: r["count"] for r in s["transfers"] if r["dir"] == "h2d"}
+assert h2d == {"pageable": 2, "registered": 1}, h2d
+PY
+    kind_run remap # a page copied into, unmapped, mapped again at its address, copied into
+    [ "$(pointer_queries)" -eq 3 ]  # the source, the page, the page again after the unmapping
+}
+
 @test "host times are nanoseconds: a stream sync that waits for 4 copies of 25 ms each reports 90 ms to the run's length" {
     t0=$(date +%s%N)
     FAKECUDA_LATENCY_US=25000 PINSHIM_SUMMARY=json run_app shim shim "$T/logprog" pinned 2

@@ -1,0 +1,120 @@
+/* kindprog.c: small copies whose host memory changes kind, for the classification tests
+ * (tests/bats/summary.bats): the shim remembers per thread which pages the driver called pageable,
+ * and must forget them when the memory becomes pinned or is unmapped. Each scenario prints a hash
+ * of what went through the device; the output is identical with and without the shim.
+ *   kindprog same N      - N copies of 4 KB H2D from one page of a malloc'd buffer
+ *   kindprog large N     - N copies of 128 KiB H2D from the same buffer (too large to be remembered)
+ *   kindprog register    - 4 KB H2D from a page-aligned buffer: pageable, then registered by the
+ *                          program (cuMemHostRegister), then unregistered: one copy each
+ *   kindprog subpage     - 64-byte H2D copies from one page: before a registration of part of the
+ *                          page (the driver answers per byte), inside it, before it again
+ *   kindprog remap       - 4 KB D2H into an mmap'd page, the page unmapped and mapped again at the
+ *                          same address, 4 KB D2H again (the driver must be asked again) */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define SMALL 4096
+#define LARGE (128u << 10)
+
+static struct test_driver d;
+static CUdeviceptr dev;
+
+static void same(int n, size_t bytes)
+{
+    char *buf = malloc(LARGE);
+    if (!buf)
+        exit(1);
+    test_fill(buf, LARGE, 7);
+    for (int i = 0; i < n; i++)
+        CHECK(d.htod(dev, buf, bytes));
+    char back[SMALL];
+    CHECK(d.dtoh(back, dev, sizeof back));
+    printf("same %d x %zu: hash %016llx\n", n, bytes, (unsigned long long)test_hash(back, sizeof back));
+    free(buf);
+}
+
+static void registered(void)
+{
+    char *buf = aligned_alloc(4096, 16 * SMALL);
+    if (!buf)
+        exit(1);
+    test_fill(buf, 16 * SMALL, 3);
+    CHECK(d.htod(dev, buf, SMALL));
+    CHECK(d.host_register(buf, 16 * SMALL, 0));
+    buf[0] ^= 1;
+    CHECK(d.htod(dev, buf, SMALL));
+    CHECK(d.host_unregister(buf));
+    buf[1] ^= 1;
+    CHECK(d.htod(dev, buf, SMALL));
+    char back[SMALL];
+    CHECK(d.dtoh(back, dev, sizeof back));
+    printf("register: hash %016llx\n", (unsigned long long)test_hash(back, sizeof back));
+    free(buf);
+}
+
+static void subpage(void)
+{
+    char *buf = aligned_alloc(4096, 4 * SMALL);
+    if (!buf)
+        exit(1);
+    test_fill(buf, 4 * SMALL, 9);
+    char *page = buf + SMALL, *part = page + 100;
+    CHECK(d.host_register(part, 5000, 0));
+    CHECK(d.htod(dev, page, 64));
+    CHECK(d.htod(dev + 64, part, 64));
+    CHECK(d.htod(dev + 128, page + 8, 64));
+    CHECK(d.host_unregister(part));
+    char back[192];
+    CHECK(d.dtoh(back, dev, sizeof back));
+    printf("subpage: hash %016llx\n", (unsigned long long)test_hash(back, sizeof back));
+    free(buf);
+}
+
+static void remap(void)
+{
+    int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
+    char *page = mmap(NULL, SMALL, prot, flags, -1, 0);
+    if (page == MAP_FAILED)
+        exit(1);
+    char src[SMALL];
+    test_fill(src, sizeof src, 5);
+    CHECK(d.htod(dev, src, sizeof src));
+    CHECK(d.dtoh(page, dev, SMALL));
+    unsigned long long first = (unsigned long long)test_hash(page, SMALL);
+    munmap(page, SMALL);
+    char *again = mmap(page, SMALL, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
+    if (again != page) {
+        printf("remap: the page could not be mapped again at the same address\n");
+        exit(1);
+    }
+    CHECK(d.dtoh(again, dev, SMALL));
+    printf("remap: hash %016llx %016llx\n", first, (unsigned long long)test_hash(again, SMALL));
+    munmap(again, SMALL);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    int n = argc > 2 ? atoi(argv[2]) : 0;
+    test_driver_start(&d, "getproc");
+    CHECK(d.mem_alloc(&dev, LARGE));
+    if (strcmp(mode, "same") == 0 && n > 0)
+        same(n, SMALL);
+    else if (strcmp(mode, "large") == 0 && n > 0)
+        same(n, LARGE);
+    else if (strcmp(mode, "register") == 0)
+        registered();
+    else if (strcmp(mode, "subpage") == 0)
+        subpage();
+    else if (strcmp(mode, "remap") == 0)
+        remap();
+    else {
+        fprintf(stderr, "usage: kindprog same N | large N | register | subpage | remap\n");
+        return 2;
+    }
+    CHECK(d.mem_free(dev));
+    return 0;
+}
