@@ -301,6 +301,8 @@ bool regcache_owns(uintptr_t lo, uintptr_t hi)
     return ours;
 }
 
+bool regcache_holds_any(void) { return __atomic_load_n(&regcache_live, __ATOMIC_RELAXED) > 0; }
+
 bool regcache_covers(uintptr_t p)
 {
     return __atomic_load_n(&regcache_live, __ATOMIC_RELAXED) && !regcache_busy_here() && regcache_owns(p, p + 1);

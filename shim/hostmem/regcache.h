@@ -35,6 +35,9 @@ void regcache_on_program_register(uintptr_t p, size_t bytes);
  * is registered; takes the table's lock otherwise. */
 bool regcache_covers(uintptr_t p);
 
+/* Whether the cache holds any registration now. */
+bool regcache_holds_any(void);
+
 /* --- from the copy path --- */
 /* In copy_describe: a side inside a registration of the cache is pageable to the program. */
 void regcache_view(struct copy *c);

@@ -71,6 +71,24 @@ load common
     grep -qx 'h2d count 3 bytes 3000' "$WORK/shim.out"
 }
 
+@test "the benchmarks' switch: copies while forwarding are not counted; refused with the guard on, registrations held or interception off" {
+    PINSHIM_SUMMARY=none run_app shim shim "$T/apiprog" bench
+    show shim
+    grep -qx 'observe(0) -> 0' "$WORK/shim.out"
+    grep -qx 'observe(1) -> 0' "$WORK/shim.out"
+    grep -qx 'h2d count 2 bytes 2000' "$WORK/shim.out"
+    PINSHIM_GUARD=warn PINSHIM_SUMMARY=none run_app shim shim "$T/apiprog" bench
+    grep -qx 'observe(0) -> -1' "$WORK/shim.out"
+    grep -qx 'h2d count 5 bytes 5000' "$WORK/shim.out"
+    PINSHIM_SUMMARY=json run_app shim shim "$T/apiprog" bench registered # a buffer the cache registered
+    grep -qx 'observe(0) -> -1' "$WORK/shim.out"
+    grep -q '"registrations":1,' "$WORK/shim.err"
+    PINSHIM_INTERCEPT=off run_app shim shim "$T/apiprog" bench
+    grep -qx 'observe(0) -> -1' "$WORK/shim.out"
+    grep -qx 'observe(1) -> -1' "$WORK/shim.out"
+    grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"
+}
+
 @test "the library links neither libcuda nor libcudart and exports only its interface" {
     run readelf -d "$SHIM"
     [ "$status" = 0 ]
