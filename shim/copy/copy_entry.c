@@ -28,13 +28,23 @@ static void clear_host_edges(const struct copy *c)
         regcache_clear_edges(c->dst, c->dst + c->bytes);
 }
 
+/* What a copy's host time counts for (base/clock.h): an async copy whose host side is not pageable
+ * returns as soon as it is queued and is timed one call in PINSHIM_SAMPLE_EVERY, unless it gets a
+ * log record of its own; every other copy is timed (weight 1). */
+static uint64_t copy_time_weight(const struct copy *c)
+{
+    if (!c->async || c->host_kind == KIND_PAGEABLE || log_records(c->bytes))
+        return 1;
+    return pinshim_sample_weight();
+}
+
 #define TIMED_COPY(c, call)                                                                         \
     do {                                                                                            \
         log_copy_begin(&(c)); /* device timing of sampled copies (observe/log.h) */                 \
-        uint64_t t0_ = pinshim_ticks();                                                            \
+        uint64_t w_ = copy_time_weight(&(c)), t0_ = pinshim_ticks_if(w_);                           \
         result = (call);                                                                            \
         regcache_after_copy(&(c), result); /* memory the cache pinned: complete an async copy */    \
-        copy_record(&(c), result, pinshim_ticks_since(t0_));                                          \
+        copy_record(&(c), result, pinshim_ticks_weighted(t0_, w_));                                 \
     } while (0)
 
 /* Sends the copy directly when the registration cache has (just) pinned its host memory (cut at
@@ -44,11 +54,11 @@ static void clear_host_edges(const struct copy *c)
  * The shim's own ways (direct, staged) run in relaxed capture mode: the driver refuses a pinned
  * sync copy or a stream synchronize during another thread's global capture, where the program's
  * pageable copy was allowed (measured on 2 x H200). `pass` keeps the program's own mode.
- * Times and records every way. */
+ * Times (copy_time_weight) and records every way. */
 #define TIMED_STAGED_COPY(c, stage_call, pass)                                                      \
     do {                                                                                            \
         log_copy_begin(&(c)); /* device timing of sampled copies (observe/log.h) */                 \
-        uint64_t t0_ = pinshim_ticks();                                                            \
+        uint64_t w_ = copy_time_weight(&(c)), t0_ = pinshim_ticks_if(w_);                           \
         CUstreamCaptureMode mode_;                                                                  \
         bool done_ = false;                                                                         \
         if (regcache_direct(&(c))) {                                                                \
@@ -71,7 +81,7 @@ static void clear_host_edges(const struct copy *c)
             result = (pass);                                                                        \
         }                                                                                           \
         regcache_after_copy(&(c), result);                                                          \
-        copy_record(&(c), result, pinshim_ticks_since(t0_));                                          \
+        copy_record(&(c), result, pinshim_ticks_weighted(t0_, w_));                                 \
     } while (0)
 
 /* Unified copies: stage whichever direction the pointers turned out to be. */

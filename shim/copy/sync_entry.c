@@ -1,34 +1,39 @@
 /* sync_entry.c: handlers of the synchronization points (stream/context/event synchronize, queries,
- * event records). They are counted and timed, and a successful one releases the guard's ranges it
- * covers (guard/guard.h); a host function's launch lets the guard wrap it. The program sees the real
- * result. */
+ * event records). They are counted and timed (the calls that cannot block, records and queries,
+ * one call in PINSHIM_SAMPLE_EVERY: base/clock.h), and a successful one releases the guard's ranges
+ * it covers (guard/guard.h); a host function's launch lets the guard wrap it. The program sees the
+ * real result. */
 #include "base/clock.h"
 #include "driver_shapes.h"
 #include "entry.h"
 #include "guard/guard.h"
 #include "observe/ctxdev.h"
 
-#define TIMED_SYNC(call)                                                                            \
+/* Runs call, timed for `weight` (1: every call; pinshim_sample_weight(): sampled). */
+#define TIMED_SYNC(call, weight)                                                                    \
     do {                                                                                            \
-        uint64_t t0_ = pinshim_ticks();                                                             \
+        uint64_t w_ = (weight), t0_ = pinshim_ticks_if(w_);                                         \
         result = (call);                                                                            \
-        stats_add_sync(id, pinshim_ticks_since(t0_));                                               \
+        stats_add_sync(id, pinshim_ticks_weighted(t0_, w_));                                        \
     } while (0)
 
-/* One handler: counted and timed; on success, `released` tells the guard what the call covered. */
-#define SYNC_HANDLER(shape, released)                                                              \
+/* One handler: counted and timed; on success, `released` tells the guard what the call covered.
+ * BLOCKING_SYNC_HANDLER times every call, POLLING_SYNC_HANDLER (calls that return at once) samples. */
+#define SYNC_HANDLER(shape, weight, released)                                                      \
     CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
         CUresult result;                                                                            \
-        TIMED_SYNC(real(SHAPE_ARGS(shape)));                                                        \
+        TIMED_SYNC(real(SHAPE_ARGS(shape)), weight);                                                \
         if (result == CUDA_SUCCESS)                                                                 \
             released;                                                                               \
         return result;                                                                              \
     }
+#define BLOCKING_SYNC_HANDLER(shape, released) SYNC_HANDLER(shape, 1, released)
+#define POLLING_SYNC_HANDLER(shape, released) SYNC_HANDLER(shape, pinshim_sample_weight(), released)
 
-SYNC_HANDLER(stream_sync, guard_on_stream_done(id, stream))
-SYNC_HANDLER(stream_query, guard_on_stream_done(id, stream))
+BLOCKING_SYNC_HANDLER(stream_sync, guard_on_stream_done(id, stream))
+POLLING_SYNC_HANDLER(stream_query, guard_on_stream_done(id, stream))
 
 CUresult shape_ctx_sync(enum driver_entry_id id)
 {
@@ -39,7 +44,7 @@ CUresult shape_ctx_sync(enum driver_entry_id id)
         return real();
     stats_add_call(id);
     CUresult result;
-    TIMED_SYNC(real());
+    TIMED_SYNC(real(), 1);
     if (result == CUDA_SUCCESS)
         guard_on_ctx_done();
     return result;
@@ -49,11 +54,11 @@ CUresult shape_ctx_sync(enum driver_entry_id id)
  * thread's own context covers what guard_on_ctx_done releases. */
 static bool is_current_context(CUcontext ctx) { return ctx == NULL || ctx == ctxdev_current_context(); }
 
-SYNC_HANDLER(ctx_sync_v2, if (is_current_context(ctx)) guard_on_ctx_done())
-SYNC_HANDLER(event_sync, guard_on_event_done(event))
-SYNC_HANDLER(event_query, guard_on_event_done(event))
-SYNC_HANDLER(event_record, guard_on_event_record(id, event, stream))
-SYNC_HANDLER(event_record_flags, guard_on_event_record(id, event, stream))
+BLOCKING_SYNC_HANDLER(ctx_sync_v2, if (is_current_context(ctx)) guard_on_ctx_done())
+BLOCKING_SYNC_HANDLER(event_sync, guard_on_event_done(event))
+POLLING_SYNC_HANDLER(event_query, guard_on_event_done(event))
+POLLING_SYNC_HANDLER(event_record, guard_on_event_record(id, event, stream))
+POLLING_SYNC_HANDLER(event_record_flags, guard_on_event_record(id, event, stream))
 
 /* Counted, not timed (the launch returns at once); with something guarded the driver gets the
  * guard's wrapper of fn, which releases what fn may read (guard/guard.h). */

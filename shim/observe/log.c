@@ -48,6 +48,11 @@ void log_init(time_t process_start)
     callsite_init();
 }
 
+bool log_records(size_t bytes)
+{
+    return pinshim_policy.log_level == LOG_LEVEL_TRANSFERS && logging() && bytes >= pinshim_policy.log_min_bytes;
+}
+
 void log_copy_begin(const struct copy *c)
 {
     if (!pinshim_policy.device_timing || pinshim_policy.log_level != LOG_LEVEL_TRANSFERS || !logging() ||

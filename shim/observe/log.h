@@ -36,6 +36,9 @@ void log_init(time_t process_start);
 /* Before a copy's real call: starts device timing when this copy is sampled. */
 void log_copy_begin(const struct copy *c);
 
+/* Whether a copy of this size gets a record of its own (then its host time must be its own). */
+bool log_records(size_t bytes);
+
 /* After a copy's real call: feeds the advice counters and, when logging, the call-site totals and
  * the record queue. */
 void log_copy(const struct copy *c, CUresult result, uint64_t host_ns);
