@@ -73,16 +73,25 @@ static inline uint64_t pinshim_ticks_ns(uint64_t t0, uint64_t t1)
 static inline uint64_t pinshim_ticks_since(uint64_t t0) { return pinshim_ticks_ns(t0, pinshim_ticks()); }
 
 /* Calls that cannot block (an async copy of pinned or device memory, an event record, a query) are
- * timed on one call in PINSHIM_SAMPLE_EVERY of each thread, that time counted PINSHIM_SAMPLE_EVERY
- * times: the two reads around a call cost 60-70 ns in a PyTorch process on an H200 host, 1 % of
- * an event record. pinshim_sample_weight() says what the call in hand counts for: 0 (not timed)
- * or PINSHIM_SAMPLE_EVERY. Counting stays exact; the time totals become estimates. */
+ * timed on one call in PINSHIM_SAMPLE_EVERY, drawn at random per thread (a fixed stride would
+ * alias with a program's own period: a copy and an event record in turn would time only copies),
+ * that time counted PINSHIM_SAMPLE_EVERY times: the two reads around a call cost 60-70 ns in a
+ * PyTorch process on an H200 host, 1 % of an event record. pinshim_sample_weight() says what the
+ * call in hand counts for: 0 (not timed) or PINSHIM_SAMPLE_EVERY. Counting stays exact; the time
+ * totals become estimates. */
 #define PINSHIM_SAMPLE_EVERY 16u
-extern __thread uint32_t pinshim_sample_count __attribute__((tls_model("initial-exec")));
+extern __thread uint32_t pinshim_sample_state __attribute__((tls_model("initial-exec")));
 
 static inline uint64_t pinshim_sample_weight(void)
 {
-    return (pinshim_sample_count++ & (PINSHIM_SAMPLE_EVERY - 1)) == 0 ? PINSHIM_SAMPLE_EVERY : 0;
+    uint32_t x = pinshim_sample_state;
+    if (PINSHIM_UNLIKELY(x == 0)) /* the thread's first draw: a seed that is never 0 */
+        x = (uint32_t)pinshim_rdtsc() | 1u;
+    x ^= x << 13; /* xorshift32 */
+    x ^= x >> 17;
+    x ^= x << 5;
+    pinshim_sample_state = x;
+    return (x & (PINSHIM_SAMPLE_EVERY - 1)) == 0 ? PINSHIM_SAMPLE_EVERY : 0;
 }
 
 /* A read of pinshim_ticks() when weight is not 0; 0 otherwise. */
