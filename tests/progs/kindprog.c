@@ -22,26 +22,36 @@
 static struct test_driver d;
 static CUdeviceptr dev;
 
-static void same(int n, size_t bytes)
+/* A page-aligned buffer of `bytes`, filled from seed. */
+static char *filled_buffer(size_t bytes, uint32_t seed)
 {
-    char *buf = malloc(LARGE);
+    char *buf = aligned_alloc(4096, bytes);
     if (!buf)
         exit(1);
-    test_fill(buf, LARGE, 7);
+    test_fill(buf, bytes, seed);
+    return buf;
+}
+
+/* Prints a hash of the first n (at most SMALL) bytes of the device buffer, copied back. */
+static void print_device_hash(const char *what, size_t n)
+{
+    char back[SMALL];
+    CHECK(d.dtoh(back, dev, n));
+    printf("%s: hash %016llx\n", what, (unsigned long long)test_hash(back, n));
+}
+
+static void same(int n, size_t bytes)
+{
+    char *buf = filled_buffer(LARGE, 7);
     for (int i = 0; i < n; i++)
         CHECK(d.htod(dev, buf, bytes));
-    char back[SMALL];
-    CHECK(d.dtoh(back, dev, sizeof back));
-    printf("same %d x %zu: hash %016llx\n", n, bytes, (unsigned long long)test_hash(back, sizeof back));
+    print_device_hash(bytes == SMALL ? "same small" : "same large", SMALL);
     free(buf);
 }
 
 static void registered(void)
 {
-    char *buf = aligned_alloc(4096, 16 * SMALL);
-    if (!buf)
-        exit(1);
-    test_fill(buf, 16 * SMALL, 3);
+    char *buf = filled_buffer(16 * SMALL, 3);
     CHECK(d.htod(dev, buf, SMALL));
     CHECK(d.host_register(buf, 16 * SMALL, 0));
     buf[0] ^= 1;
@@ -49,27 +59,20 @@ static void registered(void)
     CHECK(d.host_unregister(buf));
     buf[1] ^= 1;
     CHECK(d.htod(dev, buf, SMALL));
-    char back[SMALL];
-    CHECK(d.dtoh(back, dev, sizeof back));
-    printf("register: hash %016llx\n", (unsigned long long)test_hash(back, sizeof back));
+    print_device_hash("register", SMALL);
     free(buf);
 }
 
 static void subpage(void)
 {
-    char *buf = aligned_alloc(4096, 4 * SMALL);
-    if (!buf)
-        exit(1);
-    test_fill(buf, 4 * SMALL, 9);
+    char *buf = filled_buffer(4 * SMALL, 9);
     char *page = buf + SMALL, *part = page + 100;
     CHECK(d.host_register(part, 5000, 0));
     CHECK(d.htod(dev, page, 64));
     CHECK(d.htod(dev + 64, part, 64));
     CHECK(d.htod(dev + 128, page + 8, 64));
     CHECK(d.host_unregister(part));
-    char back[192];
-    CHECK(d.dtoh(back, dev, sizeof back));
-    printf("subpage: hash %016llx\n", (unsigned long long)test_hash(back, sizeof back));
+    print_device_hash("subpage", 192);
     free(buf);
 }
 
