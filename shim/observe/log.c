@@ -55,8 +55,8 @@ bool log_records(size_t bytes)
 
 void log_copy_begin(const struct copy *c)
 {
-    if (!pinshim_policy.device_timing || pinshim_policy.log_level != LOG_LEVEL_TRANSFERS || !logging() ||
-        c->bytes < pinshim_policy.log_min_bytes || !__atomic_load_n(&process.driver_allowed, __ATOMIC_RELAXED))
+    if (!pinshim_policy.device_timing || !log_records(c->bytes) ||
+        !__atomic_load_n(&process.driver_allowed, __ATOMIC_RELAXED))
         return;
     tls_devtime = devtime_begin(c->stream);
 }
@@ -83,7 +83,7 @@ void log_copy(const struct copy *c, CUresult result, uint64_t host_ns)
         st = log_writer_state();
     }
     uint64_t seq = __atomic_add_fetch(&seq_counter, 1, __ATOMIC_RELAXED);
-    if (pinshim_policy.log_level != LOG_LEVEL_TRANSFERS || c->bytes < pinshim_policy.log_min_bytes) {
+    if (!log_records(c->bytes)) {
         devtime_end(dt, c->stream, false);
         return;
     }
