@@ -4,9 +4,9 @@
  * by base (containment: which record holds an address, for copies and munmap), and the watched
  * bases of the allocation events (alloc_events_watch: a free of an untracked pointer decides in
  * one load, without the lock, and publishes nothing).
- * Contract: every function except alloc_table_maybe_base() and alloc_table_forget_all() is called
- * with the table lock held (alloc_table_lock). The table's own memory comes from the next
- * allocator directly (alloc_next.h), never through the hooks; events raised on a thread that holds
+ * Contract: every function except alloc_table_maybe_base(), alloc_table_may_hold() and
+ * alloc_table_forget_all() is called with the table lock held (alloc_table_lock). The table's own
+ * memory comes from the next allocator directly (alloc_next.h), never through the hooks; events raised on a thread that holds
  * the lock are ignored by the cache (alloc_table_held()). Nothing here ever calls the driver.
  * Records are owned by the table until alloc_table_remove() hands one back. */
 #ifndef PINSHIM_ALLOC_TABLE_H
@@ -59,8 +59,13 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin);
 /* The record whose base is exactly `base`, or NULL. */
 struct alloc_rec *alloc_table_find_base(uintptr_t base);
 
-/* The record whose allocation [base, base + size) holds p, or NULL. */
+/* The record whose allocation [base, base + size) holds p, or NULL. A NULL for a page holding no
+ * part of any record is remembered until the table changes (alloc_table_may_hold). */
 struct alloc_rec *alloc_table_containing(uintptr_t p);
+
+/* Without the lock: false when p's page held no part of any record at its last lookup and the
+ * table has not changed since (a record added meanwhile is as if added just after); else true. */
+bool alloc_table_may_hold(uintptr_t p);
 
 /* Calls fn on each record whose allocation or registered range overlaps [lo, hi). fn may remove
  * the record it is given. */

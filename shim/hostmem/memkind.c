@@ -1,7 +1,7 @@
 /* memkind.c: pointer classification (see memkind.h). The range table is a sorted array under a
  * read-write lock; a generation counter, raised on any change of the table and on every unmapping
- * the allocation hooks see, invalidates each thread's one-entry cache and the table of pages the
- * driver called plain host memory. */
+ * the allocation hooks see, invalidates each thread's one-entry cache and the memory of small
+ * copies' pages. */
 #define _GNU_SOURCE
 #include "memkind.h"
 
@@ -12,6 +12,7 @@
 
 #include "alloc_events.h"
 #include "base/common.h"
+#include "base/page_memo.h"
 #include "base/real.h"
 
 struct range {
@@ -30,20 +31,17 @@ static __thread struct {
     struct range hit;
 } cache __attribute__((tls_model("initial-exec")));
 
-/* Pages the driver called plain host memory, in one table all threads share, direct-mapped by page
- * number: a slot is one word, the page number with the generation it was asked in above it, so a
- * slot is right or stale as a whole and any change of the generation makes every slot stale. A
- * small copy's pageable side asks the driver (cuPointerGetAttributes, 100-140 ns on an H200 host)
- * once per page until then. Pages above a 48-bit address space are not remembered; the generation
- * kept is its low 28 bits (a slot untouched through 2^28 changes could come back: a miscount). */
-#define PAGEABLE_SLOTS 4096u /* 32 KiB: the pages of a thousand 4 KB tensors mostly fit */
-#define PAGE_SHIFT 12
-#define PAGE_BITS 36
-static uint64_t pageable_pages[PAGEABLE_SLOTS];
+/* Answers for a small copy's page (base/page_memo.h), valid in one generation: a page the driver
+ * called plain host memory, holding no part of a range of the table (the driver answers per byte),
+ * or a page lying wholly inside one pinned or registered range. Without it a small copy's pageable
+ * side asks the driver (cuPointerGetAttributes, 100-140 ns on an H200 host) and a pinned one takes
+ * the table's read lock and searches it, on every copy. */
+enum { MEMO_PAGEABLE, MEMO_PINNED, MEMO_REGISTERED };
+static struct page_memo page_kinds;
 
-static uint64_t *pageable_slot(uint64_t page)
+static void raise_generation(void)
 {
-    return &pageable_pages[(page * 0x9E3779B97F4A7C15ull) >> 52]; /* the top 12 bits: 4096 slots */
+    page_memo_raised(&page_kinds, __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE));
 }
 
 /* Index of the first range with base > p. Caller holds the lock. */
@@ -133,18 +131,25 @@ enum host_kind memkind_of(uintptr_t p)
 
 enum host_kind memkind_of_small(uintptr_t p)
 {
-    uint64_t page = (uint64_t)p >> PAGE_SHIFT;
-    if (page == 0 || page >> PAGE_BITS)
-        return memkind_of(p);
-    /* the generation is read before the lookup: a change meanwhile leaves the slot stale */
-    uint64_t want = page | __atomic_load_n(&generation, __ATOMIC_ACQUIRE) << PAGE_BITS;
-    uint64_t *slot = pageable_slot(page);
-    if (__atomic_load_n(slot, __ATOMIC_RELAXED) == want)
-        return KIND_PAGEABLE;
-    enum host_kind kind = memkind_of(p);
-    /* the driver answers per byte: a page that holds part of a known range is asked every time */
-    if (kind == KIND_PAGEABLE && !table_overlaps(page << PAGE_SHIFT, (page + 1) << PAGE_SHIFT))
-        __atomic_store_n(slot, want, __ATOMIC_RELAXED);
+    /* the generation is read before the lookup: a change meanwhile leaves the answer stale */
+    uint64_t gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+    switch (page_memo_get(&page_kinds, p, gen)) {
+    case MEMO_PAGEABLE: return KIND_PAGEABLE;
+    case MEMO_PINNED: return KIND_PINNED;
+    case MEMO_REGISTERED: return KIND_REGISTERED;
+    default: break;
+    }
+    uintptr_t lo, hi;
+    page_memo_bounds(p, &lo, &hi);
+    struct range r;
+    if (table_lookup(p, &r)) {
+        if (r.base <= lo && hi <= r.end && (r.kind == KIND_PINNED || r.kind == KIND_REGISTERED))
+            page_memo_put(&page_kinds, p, gen, r.kind == KIND_PINNED ? MEMO_PINNED : MEMO_REGISTERED);
+        return r.kind;
+    }
+    enum host_kind kind = driver_kind(p);
+    if (kind == KIND_PAGEABLE && !table_overlaps(lo, hi))
+        page_memo_put(&page_kinds, p, gen, MEMO_PAGEABLE);
     return kind;
 }
 
@@ -191,7 +196,7 @@ void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind)
     memmove(&ranges[i + 1], &ranges[i], (range_count - i) * sizeof *ranges);
     ranges[i] = (struct range){base, end, kind};
     range_count++;
-    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    raise_generation();
     pthread_rwlock_unlock(&table_lock);
 }
 
@@ -202,7 +207,7 @@ void memkind_remove_range(uintptr_t base)
     if (i > 0 && ranges[i - 1].base == base) {
         memmove(&ranges[i - 1], &ranges[i], (range_count - i) * sizeof *ranges);
         range_count--;
-        __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+        raise_generation();
     }
     pthread_rwlock_unlock(&table_lock);
 }
@@ -211,7 +216,7 @@ void memkind_clear(void)
 {
     pthread_rwlock_wrlock(&table_lock);
     range_count = 0;
-    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    raise_generation();
     pthread_rwlock_unlock(&table_lock);
 }
 
@@ -220,13 +225,13 @@ void memkind_forget_all(void)
     pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
     table_lock = fresh; /* the parent's lock may have been held by a thread that does not exist here */
     range_count = 0;
-    generation++;
+    raise_generation();
 }
 
 static void host_unmapped(uintptr_t lo, uintptr_t hi)
 {
     (void)lo, (void)hi;
-    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    raise_generation();
 }
 
 static const struct alloc_subscriber host_map_subscriber = {.min_bytes = SIZE_MAX, .unmapping = host_unmapped};

@@ -17,11 +17,12 @@
 enum host_kind memkind_of(uintptr_t p);
 
 /* The same for a side of a copy whose kind changes only what the summary says of it (too small to
- * be staged): a page the driver called pageable, holding no part of a range of the table, stays
- * pageable until the table changes or the allocation hooks see memory unmapped (munmap, mremap,
- * MAP_FIXED). A page pinned by a route the shim does not see, or unmapped where the hooks do not
- * see it (glibc's own munmap inside free) or while it is being asked about, may be miscounted as
- * pageable, so nothing but counting may rely on it. */
+ * be staged), answered from a memory of pages until the table changes or the allocation hooks see
+ * memory unmapped (munmap, mremap, MAP_FIXED): a page wholly inside one of the table's ranges keeps
+ * that range's kind; a page the driver called pageable, holding no part of a range, stays pageable.
+ * A page pinned by a route the shim does not see, or unmapped where the hooks do not see it
+ * (glibc's own munmap inside free) or while it is being asked about, may be miscounted as
+ * pageable, so nothing but counting may rely on a pageable answer. */
 enum host_kind memkind_of_small(uintptr_t p);
 
 /* The program allocated pinned memory / registered a range (after the driver said yes). */

@@ -39,6 +39,8 @@ bool regcache_direct(struct copy *c)
         !c->bytes)
         return false;
     uintptr_t lo = host_side(c), hi = lo + c->bytes;
+    if (!alloc_table_may_hold(lo)) /* a small tensor's page: no lock */
+        return false;
     alloc_table_lock();
     bool tracked = alloc_table_containing(lo) != NULL;
     alloc_table_unlock();

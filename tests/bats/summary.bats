@@ -76,6 +76,23 @@ PY
     [ "$(pointer_queries)" -eq 3 ]  # the source, the page, the page again after the unmapping
 }
 
+@test "small copies: a page inside pinned memory, and a page no tracked allocation holds, are remembered only until the memory changes" {
+    kind_run pinned # pinned, freed, mapped again as plain memory: the last copy is pageable
+    python3 - "$WORK/s.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+h2d = {r["host_kind"]: r["count"] for r in s["transfers"] if r["dir"] == "h2d"}
+assert h2d == {"pinned": 3, "pageable": 1}, h2d
+PY
+    kind_run tracked # an untracked page, then a tracked allocation at its address: pin-on-reuse sees it
+    python3 - "$WORK/s.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+h2d = {r["action"]: r["count"] for r in s["transfers"] if r["dir"] == "h2d"}
+assert h2d == {"pass": 3, "registered": 2}, h2d
+PY
+}
+
 @test "host times are nanoseconds: a stream sync that waits for 4 copies of 25 ms each reports 90 ms to the run's length" {
     t0=$(date +%s%N)
     FAKECUDA_LATENCY_US=25000 PINSHIM_SUMMARY=json run_app shim shim "$T/logprog" pinned 2

@@ -1,7 +1,8 @@
 /* kindprog.c: small copies whose host memory changes kind, for the classification tests
- * (tests/bats/summary.bats): the shim remembers per thread which pages the driver called pageable,
- * and must forget them when the memory becomes pinned or is unmapped. Each scenario prints a hash
- * of what went through the device; the output is identical with and without the shim.
+ * (tests/bats/summary.bats): the shim remembers which pages the driver called pageable, which lie
+ * inside the program's pinned memory and which no tracked allocation holds, and must forget them
+ * when that changes. Each scenario prints a hash of what went through the device; the output is
+ * identical with and without the shim.
  *   kindprog same N      - N copies of 4 KB H2D from one page of a malloc'd buffer
  *   kindprog large N     - N copies of 128 KiB H2D from the same buffer (too large to be remembered)
  *   kindprog register    - 4 KB H2D from a page-aligned buffer: pageable, then registered by the
@@ -9,7 +10,13 @@
  *   kindprog subpage     - 64-byte H2D copies from one page: before a registration of part of the
  *                          page (the driver answers per byte), inside it, before it again
  *   kindprog remap       - 4 KB D2H into an mmap'd page, the page unmapped and mapped again at the
- *                          same address, 4 KB D2H again (the driver must be asked again) */
+ *                          same address, 4 KB D2H again (the driver must be asked again)
+ *   kindprog pinned      - 64-byte H2D copies from a page of pinned memory (cuMemHostAlloc) three
+ *                          times, the memory freed and its address mapped again as plain memory,
+ *                          one copy more: 3 pinned, 1 pageable
+ *   kindprog tracked     - a 4 KB H2D from a 4 KB mapping (nothing tracks it), the page unmapped and
+ *                          a 2 MiB mapping made at its address (tracked), four 4 KB H2D from that
+ *                          page: pin-on-reuse registers it at the third */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 #include <unistd.h>
@@ -98,6 +105,52 @@ static void remap(void)
     munmap(again, SMALL);
 }
 
+/* A new private mapping of `bytes` at exactly `at` (anywhere when NULL); exits when impossible. */
+static char *map_at(void *at, size_t bytes)
+{
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0);
+    char *p = mmap(at, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p == MAP_FAILED || (at && p != at)) {
+        printf("the memory could not be mapped at %p\n", at);
+        exit(1);
+    }
+    return p;
+}
+
+static void pinned(void)
+{
+    void *mem;
+    CHECK(d.host_alloc(&mem, 4 * SMALL, 0));
+    char *page = (char *)mem + SMALL;
+    test_fill(mem, 4 * SMALL, 11);
+    for (int i = 0; i < 3; i++)
+        CHECK(d.htod(dev + 64 * (unsigned)i, page + 64 * i, 64));
+    CHECK(d.free_host(mem));
+    char *again = map_at(page, SMALL);
+    test_fill(again, SMALL, 12);
+    CHECK(d.htod(dev + 192, again, 64));
+    print_device_hash("pinned", 256);
+    munmap(again, SMALL);
+}
+
+static void tracked(void)
+{
+    size_t big = 2u << 20;
+    char *area = map_at(NULL, big);
+    munmap(area, big);
+    char *page = map_at(area, SMALL);
+    test_fill(page, SMALL, 13);
+    CHECK(d.htod(dev, page, SMALL));
+    munmap(page, SMALL);
+    char *alloc = map_at(area, big);
+    for (int i = 0; i < 4; i++) {
+        test_fill(alloc, SMALL, 14 + (uint32_t)i);
+        CHECK(d.htod(dev, alloc, SMALL));
+    }
+    print_device_hash("tracked", SMALL);
+    munmap(alloc, big);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -114,8 +167,12 @@ int main(int argc, char **argv)
         subpage();
     else if (strcmp(mode, "remap") == 0)
         remap();
+    else if (strcmp(mode, "pinned") == 0)
+        pinned();
+    else if (strcmp(mode, "tracked") == 0)
+        tracked();
     else {
-        fprintf(stderr, "usage: kindprog same N | large N | register | subpage | remap\n");
+        fprintf(stderr, "usage: kindprog same N | large N | register | subpage | remap | pinned | tracked\n");
         return 2;
     }
     CHECK(d.mem_free(dev));

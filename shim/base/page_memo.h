@@ -1,0 +1,80 @@
+/* page_memo.h: a lock-free memory of one small answer (0..3) per 4 KiB page, valid while the table
+ * it was derived from keeps its generation. One word per slot, direct-mapped by page number: the
+ * page number (36 bits: a 48-bit address space), the answer (2 bits) and the generation's low 26
+ * bits, so a slot is right or stale as a whole and raising the generation makes every slot stale.
+ * Used where a lookup under a lock (memkind's ranges, the tracked allocations) would otherwise run
+ * on every small copy.
+ * Contract: get and put are lock-free and thread-safe. The caller reads its generation (acquire)
+ * before it computes the answer it puts: an answer computed across a change is stored stale.
+ * Whoever raises a generation calls page_memo_raised() with the new value: every 2^26 changes the
+ * memo is emptied, so that no slot lives to see its generation's low bits come round again. */
+#ifndef PINSHIM_PAGE_MEMO_H
+#define PINSHIM_PAGE_MEMO_H
+
+#include <stdint.h>
+
+#define PAGE_MEMO_SLOTS 4096u /* 32 KiB: the pages of a thousand 4 KB tensors mostly fit */
+#define PAGE_MEMO_PAGE_SHIFT 12
+#define PAGE_MEMO_PAGE_BITS 36
+#define PAGE_MEMO_GEN_SHIFT (PAGE_MEMO_PAGE_BITS + 2)
+#define PAGE_MEMO_GEN_MASK ((1ull << (64 - PAGE_MEMO_GEN_SHIFT)) - 1)
+
+struct page_memo {
+    uint64_t slots[PAGE_MEMO_SLOTS];
+};
+
+/* The page number of p, or 0 when p's page cannot be remembered (page 0, above 48 bits). */
+static inline uint64_t page_memo_page(uintptr_t p)
+{
+    uint64_t page = (uint64_t)p >> PAGE_MEMO_PAGE_SHIFT;
+    return page >> PAGE_MEMO_PAGE_BITS ? 0 : page;
+}
+
+static inline uint64_t *page_memo_slot(struct page_memo *m, uint64_t page)
+{
+    return &m->slots[(page * 0x9E3779B97F4A7C15ull) >> 52]; /* the top 12 bits: 4096 slots */
+}
+
+static inline uint64_t page_memo_word(uint64_t page, unsigned answer, uint64_t gen)
+{
+    return page | (uint64_t)(answer & 3u) << PAGE_MEMO_PAGE_BITS | (gen & PAGE_MEMO_GEN_MASK) << PAGE_MEMO_GEN_SHIFT;
+}
+
+/* The answer remembered for the page holding p in generation gen, or -1. */
+static inline int page_memo_get(struct page_memo *m, uintptr_t p, uint64_t gen)
+{
+    uint64_t page = page_memo_page(p);
+    if (!page)
+        return -1;
+    uint64_t word = __atomic_load_n(page_memo_slot(m, page), __ATOMIC_RELAXED);
+    if ((word & ((1ull << PAGE_MEMO_PAGE_BITS) - 1)) != page ||
+        word >> PAGE_MEMO_GEN_SHIFT != (gen & PAGE_MEMO_GEN_MASK))
+        return -1;
+    return (int)(word >> PAGE_MEMO_PAGE_BITS & 3u);
+}
+
+/* Remembers answer for the page holding p, computed in generation gen. */
+static inline void page_memo_put(struct page_memo *m, uintptr_t p, uint64_t gen, unsigned answer)
+{
+    uint64_t page = page_memo_page(p);
+    if (page)
+        __atomic_store_n(page_memo_slot(m, page), page_memo_word(page, answer, gen), __ATOMIC_RELAXED);
+}
+
+/* The generation became gen: at each wrap of its low bits, forget everything. */
+static inline void page_memo_raised(struct page_memo *m, uint64_t gen)
+{
+    if (gen & PAGE_MEMO_GEN_MASK)
+        return;
+    for (unsigned i = 0; i < PAGE_MEMO_SLOTS; i++)
+        __atomic_store_n(&m->slots[i], 0, __ATOMIC_RELAXED); /* page 0 is never remembered */
+}
+
+/* The first and one-past-last byte of the page holding p. */
+static inline void page_memo_bounds(uintptr_t p, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = p & ~(((uintptr_t)1 << PAGE_MEMO_PAGE_SHIFT) - 1);
+    *hi = *lo + ((uintptr_t)1 << PAGE_MEMO_PAGE_SHIFT);
+}
+
+#endif
