@@ -12,6 +12,10 @@
 #define PINSHIM_EXPORT __attribute__((visibility("default")))
 #define PINSHIM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PINSHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* A function every observed copy or synchronize runs: gcc puts these in the hot text subsection,
+ * which the linker lays out together, so such a call touches a few code pages instead of one or two
+ * per source file (in a PyTorch process the shim's code is cold at every call). */
+#define PINSHIM_HOT __attribute__((hot))
 
 /* For readers of a lock-free table whose slots another thread fills after claiming them: spins
  * (at most `spins` pauses) while *state == filling; returns the state seen last, which is still

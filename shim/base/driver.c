@@ -22,7 +22,7 @@ void driver_set_real(enum driver_entry_id id, void *fn)
     __atomic_compare_exchange_n(&real_fns[id], &expected, fn, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
 }
 
-void *driver_real(enum driver_entry_id id)
+PINSHIM_HOT void *driver_real(enum driver_entry_id id)
 {
     void *fn = __atomic_load_n(&real_fns[id], __ATOMIC_ACQUIRE);
     if (PINSHIM_LIKELY(fn != NULL))

@@ -22,7 +22,7 @@ static enum host_kind side_kind(uintptr_t p, size_t bytes)
     return memkind_of(p);
 }
 
-void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, enum host_kind dst_kind,
+PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, enum host_kind dst_kind,
                    uintptr_t src, enum host_kind src_kind, size_t bytes, CUstream stream, bool async)
 {
     c->entry = entry;
@@ -55,7 +55,7 @@ void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, en
     }
 }
 
-void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)
+PINSHIM_HOT void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)
 {
     if (result == CUDA_SUCCESS) {
         stats_add_transfer(c->device, c->dir, c->host_kind, c->bytes, c->action, host_ns);

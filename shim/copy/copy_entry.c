@@ -18,7 +18,7 @@
 #include "stage/stage.h"
 
 /* A 1D copy going to the driver as it is: no registration of the cache may make it fail. */
-static void clear_host_edges(const struct copy *c)
+PINSHIM_HOT static void clear_host_edges(const struct copy *c)
 {
     if (!c->reg_overlap)
         return;
@@ -31,7 +31,7 @@ static void clear_host_edges(const struct copy *c)
 /* What a copy's host time counts for (base/clock.h): an async copy whose host side is not pageable
  * returns as soon as it is queued and is timed one call in PINSHIM_SAMPLE_EVERY, unless it gets a
  * log record of its own; every other copy is timed (weight 1). */
-static uint64_t copy_time_weight(const struct copy *c)
+PINSHIM_HOT static uint64_t copy_time_weight(const struct copy *c)
 {
     if (!c->async || c->host_kind == KIND_PAGEABLE || log_records(c->bytes))
         return 1;
@@ -105,7 +105,7 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
     X(dtoh_async,    (uintptr_t)dst, KIND_UNKNOWN, src,            KIND_DEVICE,  stream, true,  d2h)
 
 #define X(shape, dst_addr, dst_kind, src_addr, src_kind, stream_arg, async, staged_as)               \
-    CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
+    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
         struct copy c;                                                                              \
@@ -141,7 +141,7 @@ static void describe_peer(struct copy *c, enum driver_entry_id id, CUdeviceptr d
 }
 
 #define X(shape, stream_arg, async, describe)                                                       \
-    CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
+    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
         struct copy c;                                                                              \

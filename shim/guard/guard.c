@@ -153,7 +153,7 @@ static void guard_copy(const struct copy *c)
     guard_count(&guard_n.protected_bytes, hi - lo);
 }
 
-void guard_after_copy(const struct copy *c, CUresult result)
+PINSHIM_HOT void guard_after_copy(const struct copy *c, CUresult result)
 {
     if (pinshim_policy.guard == GUARD_OFF || result != CUDA_SUCCESS ||
         __atomic_load_n(&forked_child, __ATOMIC_RELAXED))

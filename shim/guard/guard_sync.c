@@ -63,7 +63,7 @@ void guard_release_covered(CUstream stream, uint64_t order_max, int32_t tid, CUc
     }
 }
 
-void guard_on_stream_done(enum driver_entry_id id, CUstream stream)
+PINSHIM_HOT void guard_on_stream_done(enum driver_entry_id id, CUstream stream)
 {
     if (!guard_any_live())
         return;
@@ -128,7 +128,7 @@ static size_t event_home(CUevent e)
     return (size_t)(((uintptr_t)e * 0x9E3779B97F4A7C15ull) >> 32) & (GUARD_EVENTS - 1);
 }
 
-void guard_on_event_record(enum driver_entry_id id, CUevent event, CUstream stream)
+PINSHIM_HOT void guard_on_event_record(enum driver_entry_id id, CUevent event, CUstream stream)
 {
     if (!guard_any_live() || !event)
         return;
@@ -153,7 +153,7 @@ void guard_on_event_record(enum driver_entry_id id, CUevent event, CUstream stre
     pthread_mutex_unlock(&events_lock);
 }
 
-void guard_on_event_done(CUevent event)
+PINSHIM_HOT void guard_on_event_done(CUevent event)
 {
     if (!guard_any_live())
         return;

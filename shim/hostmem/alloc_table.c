@@ -152,7 +152,7 @@ struct alloc_rec *alloc_table_containing(uintptr_t p)
     return NULL;
 }
 
-bool alloc_table_may_hold(uintptr_t p)
+PINSHIM_HOT bool alloc_table_may_hold(uintptr_t p)
 {
     return page_memo_get(&untracked_pages, p, __atomic_load_n(&generation, __ATOMIC_ACQUIRE)) < 0;
 }

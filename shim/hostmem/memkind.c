@@ -58,7 +58,7 @@ static size_t upper_bound(uintptr_t p)
     return lo;
 }
 
-static bool table_lookup(uintptr_t p, struct range *out)
+PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
 {
     uint64_t gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
     if (cache.generation == gen && p >= cache.hit.base && p < cache.hit.end) {
@@ -121,7 +121,7 @@ static enum host_kind driver_kind(uintptr_t p)
     }
 }
 
-enum host_kind memkind_of(uintptr_t p)
+PINSHIM_HOT enum host_kind memkind_of(uintptr_t p)
 {
     struct range r;
     if (table_lookup(p, &r))
@@ -129,7 +129,7 @@ enum host_kind memkind_of(uintptr_t p)
     return driver_kind(p);
 }
 
-enum host_kind memkind_of_small(uintptr_t p)
+PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
 {
     /* the generation is read before the lookup: a change meanwhile leaves the answer stale */
     uint64_t gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);

@@ -10,7 +10,7 @@
 
 static uintptr_t host_side(const struct copy *c) { return c->dir == DIR_H2D ? c->src : c->dst; }
 
-void regcache_view(struct copy *c)
+PINSHIM_HOT void regcache_view(struct copy *c)
 {
     c->reg_rec = NULL;
     c->reg_overlap = false;
@@ -33,7 +33,7 @@ void regcache_view(struct copy *c)
     }
 }
 
-bool regcache_direct(struct copy *c)
+PINSHIM_HOT bool regcache_direct(struct copy *c)
 {
     if (!regcache_enabled || (c->dir != DIR_H2D && c->dir != DIR_D2H) || c->host_kind != KIND_PAGEABLE ||
         !c->bytes)
@@ -101,7 +101,7 @@ void regcache_clear_edges(uintptr_t lo, uintptr_t hi)
     }
 }
 
-void regcache_after_copy(struct copy *c, CUresult result)
+PINSHIM_HOT void regcache_after_copy(struct copy *c, CUresult result)
 {
     /* pageable semantics for an async copy of memory the cache pinned: complete on return */
     bool must_wait = c->reg_overlap && c->async && result == CUDA_SUCCESS && c->action != ACTION_STAGED;

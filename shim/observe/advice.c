@@ -31,7 +31,7 @@ static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
 
 static int side_of(enum copy_dir dir) { return dir == DIR_H2D ? SIDE_H2D : dir == DIR_D2H ? SIDE_D2H : -1; }
 
-void advice_add_copy(const struct copy *c, uint64_t host_ns)
+PINSHIM_HOT void advice_add_copy(const struct copy *c, uint64_t host_ns)
 {
     int side = side_of(c->dir);
     /* a staged copy did not take the driver's pageable path: it says nothing about pinning */

@@ -16,7 +16,7 @@ static __thread CUcontext tls_ctx __attribute__((tls_model("initial-exec")));
 static __thread int32_t tls_dev __attribute__((tls_model("initial-exec")));
 static __thread unsigned tls_gen __attribute__((tls_model("initial-exec")));
 
-CUcontext ctxdev_current_context(void)
+PINSHIM_HOT CUcontext ctxdev_current_context(void)
 {
     typedef CUresult (*fn_ctx_current)(CUcontext *);
     static void *current_slot;
@@ -32,7 +32,7 @@ CUcontext ctxdev_current_context(void)
     return r == CUDA_SUCCESS ? ctx : NULL;
 }
 
-int32_t ctxdev_current(void)
+PINSHIM_HOT int32_t ctxdev_current(void)
 {
     typedef CUresult (*fn_ctx_device)(CUdevice *);
     static void *device_slot;

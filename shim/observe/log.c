@@ -48,12 +48,12 @@ void log_init(time_t process_start)
     callsite_init();
 }
 
-bool log_records(size_t bytes)
+PINSHIM_HOT bool log_records(size_t bytes)
 {
     return pinshim_policy.log_level == LOG_LEVEL_TRANSFERS && logging() && bytes >= pinshim_policy.log_min_bytes;
 }
 
-void log_copy_begin(const struct copy *c)
+PINSHIM_HOT void log_copy_begin(const struct copy *c)
 {
     if (!pinshim_policy.device_timing || !log_records(c->bytes) ||
         !__atomic_load_n(&process.driver_allowed, __ATOMIC_RELAXED))
@@ -61,7 +61,7 @@ void log_copy_begin(const struct copy *c)
     tls_devtime = devtime_begin(c->stream);
 }
 
-void log_copy(const struct copy *c, CUresult result, uint64_t host_ns)
+PINSHIM_HOT void log_copy(const struct copy *c, CUresult result, uint64_t host_ns)
 {
     struct devtime *dt = tls_devtime;
     tls_devtime = NULL;

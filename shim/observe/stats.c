@@ -37,7 +37,7 @@ static bool active;
 static void add(uint64_t *counter, uint64_t v) { tally_add(counter, v); }
 static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
 
-unsigned stats_bucket(size_t bytes)
+PINSHIM_HOT unsigned stats_bucket(size_t bytes)
 {
     if (bytes < 4096)
         return 0;
@@ -48,7 +48,7 @@ unsigned stats_bucket(size_t bytes)
 
 uint64_t stats_bucket_min(unsigned bucket) { return bucket == 0 ? 0 : 4096ull << (2 * (bucket - 1)); }
 
-void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
+PINSHIM_HOT void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
                         enum copy_action action, uint64_t host_ns)
 {
     unsigned slot = (uint32_t)device < STATS_DEVICES ? (unsigned)device : STATS_DEVICES;
@@ -60,19 +60,19 @@ void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, 
 
 void stats_add_failed_copy(void) { add(&failed_copies, 1); }
 
-void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
+PINSHIM_HOT void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
 {
     add(&unstaged[why].count, 1);
     add(&unstaged[why].bytes, bytes);
 }
 
-void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns)
+PINSHIM_HOT void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns)
 {
     add(&syncs[entry].count, 1);
     add(&syncs[entry].host_ns, host_ns);
 }
 
-void stats_add_call(enum driver_entry_id entry)
+PINSHIM_HOT void stats_add_call(enum driver_entry_id entry)
 {
     add(&calls[entry], 1);
     if (PINSHIM_UNLIKELY(!__atomic_load_n(&active, __ATOMIC_RELAXED)))

@@ -368,7 +368,7 @@ static bool grow_in_background(int dev)
     return r == 0;
 }
 
-void pool_prewarm(int dev)
+PINSHIM_HOT void pool_prewarm(int dev)
 {
     static bool tried;
     /* once per process: later calls cost one plain load (no write to a shared line per copy) */

@@ -26,7 +26,7 @@ void stage_context_retained(CUdevice dev)
         pool_prewarm(dev);
 }
 
-bool stage_wanted(struct copy *c)
+PINSHIM_HOT bool stage_wanted(struct copy *c)
 {
     bool h2d = c->dir == DIR_H2D && c->src_kind == KIND_PAGEABLE && c->dst_kind == KIND_DEVICE;
     bool d2h = c->dir == DIR_D2H && c->dst_kind == KIND_PAGEABLE && c->src_kind == KIND_DEVICE;
