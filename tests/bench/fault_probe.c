@@ -8,8 +8,11 @@
  * MADV_HUGEPAGE), copy-warm (into resident memory), copy-4k (into a fresh mapping faulted in 4 KiB
  * pages, MADV_NOHUGEPAGE) and copy-uffd (into a fresh mapping registered with userfaultfd, each thread
  * filling its slice with UFFDIO_COPY: the kernel allocates each page and copies into it, no zeroing; 0
- * where userfaultfd is refused). Prints the system's THP setting. No CUDA.
- * Usage: fault_probe [MiB...]   (default 64 256). Build: gcc -O2 -pthread fault_probe.c */
+ * where userfaultfd is refused) and copy-huge-nt (copy-huge written with the staging threads'
+ * streaming stores, shim/stage/stream_copy.c: no read for ownership of the destination). Prints the
+ * system's THP setting. No CUDA.
+ * Usage: fault_probe [MiB...]   (default 64 256).
+ * Build: gcc -O2 -pthread -Ishim/stage tests/bench/fault_probe.c shim/stage/stream_copy.c */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdbool.h>
@@ -26,13 +29,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stream_copy.h"
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 
-enum mode { TOUCH, POPULATE, HUGE, WARM, COPY_HUGE, COPY_WARM, COPY_4K, COPY_UFFD, MODES };
-static const char *const names[MODES] = {"touch",     "populate",  "huge",    "warm",
-                                         "copy-huge", "copy-warm", "copy-4k", "copy-uffd"};
+enum mode { TOUCH, POPULATE, HUGE, WARM, COPY_HUGE, COPY_WARM, COPY_4K, COPY_UFFD, COPY_HUGE_NT, MODES };
+static const char *const names[MODES] = {"touch",     "populate",  "huge",      "warm",        "copy-huge",
+                                         "copy-warm", "copy-4k",   "copy-uffd", "copy-huge-nt"};
 static int uffd = -1; /* copy-uffd's userfaultfd, made once */
 
 struct slice {
@@ -68,7 +73,9 @@ static void *write_slice(void *arg)
         }
         return NULL;
     }
-    if (s->src)
+    if (s->src && s->mode == COPY_HUGE_NT)
+        stream_copy(s->p, s->src, s->n);
+    else if (s->src)
         memcpy(s->p, s->src, s->n);
     else
         memset(s->p, 1, s->n);
@@ -80,7 +87,7 @@ static double run(size_t bytes, int threads, enum mode mode, const char *src)
     char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return 0;
-    if (mode == HUGE || mode == COPY_HUGE)
+    if (mode == HUGE || mode == COPY_HUGE || mode == COPY_HUGE_NT)
         madvise(p, bytes, MADV_HUGEPAGE);
     if (mode == COPY_4K)
         madvise(p, bytes, MADV_NOHUGEPAGE);
