@@ -1,7 +1,7 @@
 """torch_item.py: x.item() on a 1-element CUDA tensor, 20,000 times (a 4-byte D2H copy and a
 synchronize each; PyTorch 2.11 copies into a small block of its pinned host allocator: what a loop
-that logs a scalar every step pays). Metric: ms for the
-20,000 calls, after 1,000 warm-up calls. Digest: the sum of the values read."""
+that logs a scalar every step pays). Metric: ms for the 20,000 calls, after 1,000 warm-up calls.
+Digest: the sum of the values read."""
 import time
 
 import wl
