@@ -22,8 +22,9 @@ static enum host_kind side_kind(uintptr_t p, size_t bytes)
     return memkind_of(p);
 }
 
-PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, enum host_kind dst_kind,
-                   uintptr_t src, enum host_kind src_kind, size_t bytes, CUstream stream, bool async)
+PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst,
+                               enum host_kind dst_kind, uintptr_t src, enum host_kind src_kind, size_t bytes,
+                               CUstream stream, bool async)
 {
     c->entry = entry;
     c->dst = dst;

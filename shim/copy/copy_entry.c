@@ -105,7 +105,7 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
     X(dtoh_async,    (uintptr_t)dst, KIND_UNKNOWN, src,            KIND_DEVICE,  stream, true,  d2h)
 
 #define X(shape, dst_addr, dst_kind, src_addr, src_kind, stream_arg, async, staged_as)               \
-    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
+    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                  \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
         struct copy c;                                                                              \
@@ -141,7 +141,7 @@ static void describe_peer(struct copy *c, enum driver_entry_id id, CUdeviceptr d
 }
 
 #define X(shape, stream_arg, async, describe)                                                       \
-    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
+    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                  \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
         struct copy c;                                                                              \

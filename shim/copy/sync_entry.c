@@ -20,7 +20,7 @@
 /* One handler: counted and timed; on success, `released` tells the guard what the call covered.
  * BLOCKING_SYNC_HANDLER times every call, POLLING_SYNC_HANDLER (calls that return at once) samples. */
 #define SYNC_HANDLER(shape, weight, released)                                                      \
-    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                              \
+    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                  \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
         CUresult result;                                                                            \

@@ -6,9 +6,10 @@
  * one load, without the lock, and publishes nothing).
  * Contract: every function except alloc_table_maybe_base(), alloc_table_may_hold() and
  * alloc_table_forget_all() is called with the table lock held (alloc_table_lock). The table's own
- * memory comes from the next allocator directly (alloc_next.h), never through the hooks; events raised on a thread that holds
- * the lock are ignored by the cache (alloc_table_held()). Nothing here ever calls the driver.
- * Records are owned by the table until alloc_table_remove() hands one back. */
+ * memory comes from the next allocator directly (alloc_next.h), never through the hooks; events
+ * raised on a thread that holds the lock are ignored by the cache (alloc_table_held()). Nothing
+ * here ever calls the driver. Records are owned by the table until alloc_table_remove() hands one
+ * back. */
 #ifndef PINSHIM_ALLOC_TABLE_H
 #define PINSHIM_ALLOC_TABLE_H
 
