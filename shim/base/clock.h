@@ -72,11 +72,11 @@ static inline uint64_t pinshim_ticks_ns(uint64_t t0, uint64_t t1)
 /* Nanoseconds since t0, a read of pinshim_ticks(). */
 static inline uint64_t pinshim_ticks_since(uint64_t t0) { return pinshim_ticks_ns(t0, pinshim_ticks()); }
 
-/* Calls that cannot block (an async copy of pinned or device memory, an event record, a query) are
- * timed on one call in PINSHIM_SAMPLE_EVERY, drawn at random per thread (a fixed stride would
- * alias with a program's own period: a copy and an event record in turn would time only copies),
- * that time counted PINSHIM_SAMPLE_EVERY times: the two reads around a call cost 60-70 ns in a
- * PyTorch process on an H200 host, 1 % of an event record. pinshim_sample_weight() says what the
+/* Calls that cannot block (an async copy of pinned or device memory, an event record, a query) and
+ * copies too small to stage are timed on one call in PINSHIM_SAMPLE_EVERY, drawn at random per
+ * thread (a fixed stride would alias with a program's own period: a copy and an event record in
+ * turn would time only copies), that time counted PINSHIM_SAMPLE_EVERY times: the two reads around
+ * a call cost 60-70 ns in a PyTorch process on an H200 host, 1 % of an event record. pinshim_sample_weight() says what the
  * call in hand counts for: 0 (not timed) or PINSHIM_SAMPLE_EVERY. Counting stays exact; the time
  * totals become estimates. */
 #define PINSHIM_SAMPLE_EVERY 16u

@@ -17,7 +17,7 @@ static bool side_is_host(enum host_kind k) { return memkind_is_host(k) || k == K
  * 100-140 ns on an H200 host, 1-2 % of a 4-byte .item() or a 4 KB pageable .to("cuda"). */
 static enum host_kind side_kind(uintptr_t p, size_t bytes)
 {
-    if (bytes < pinshim_policy.stage_min_bytes && bytes < pinshim_policy.stage_d2h_min_bytes)
+    if (copy_is_small(bytes))
         return memkind_of_small(p);
     return memkind_of(p);
 }

@@ -154,7 +154,7 @@ field() { sed -n "s/^$1 //p" "$WORK/check"; }
     grep -q '"type":"module","name":"logprog","path":"'"$T"'/logprog","build_id":"[0-9a-f]\{40\}"' "$WORK/s.jsonl"
 }
 
-@test "async pinned copies: a logged one is timed on every call; otherwise one call in 16, counted 16-fold" {
+@test "async pinned copies and small copies: a logged one is timed on every call; otherwise one call in 16, counted 16-fold" {
     PINSHIM_LOG="$WORK/p.jsonl" run_app shim shim "$T/logprog" pinned 32 # H2D and D2H in turn
     show shim
     python3 - "$WORK/p.jsonl" <<'PY'
@@ -175,6 +175,16 @@ assert sorted((r["dir"], r["count"]) for r in rows) == [("d2h", 400), ("h2d", 40
 # about 25 calls of each 400 timed (none: chance 6e-12), each counted 16 times: multiples of 16
 # (timed on every call, a row would be one by chance 1 in 16); both directions timed although they
 # alternate (a fixed stride of 16 would time only one)
+assert all(r["host_ns"] > 0 and r["host_ns"] % 16 == 0 for r in rows), rows
+PY
+    PINSHIM_SUMMARY=json PINSHIM_PIN_ON_REUSE=off run_app small shim "$T/logprog" copies 400 # 4 KiB pageable, sync: small
+    show small
+    grep '^{' "$WORK/small.err" >"$WORK/small.json"
+    python3 - "$WORK/small.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+rows = [r for r in s["transfers"] if r["host_kind"] == "pageable"]
+assert sorted((r["dir"], r["count"]) for r in rows) == [("d2h", 400), ("h2d", 400)], rows
 assert all(r["host_ns"] > 0 and r["host_ns"] % 16 == 0 for r in rows), rows
 PY
 }

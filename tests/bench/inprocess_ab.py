@@ -8,7 +8,7 @@ observing costs, not the preload itself.
 
 Workloads (ns per operation): x.item() of a 1-element tensor (with PyTorch 2.11 a 4-byte D2H into a
 small block of its pinned host allocator and a stream sync); 1000 x 4 KB pageable tensors
-.to("cuda"); the same from pinned memory with non_blocking=True (one async H2D each: the host
+.to("cuda"), blocking and with non_blocking=True; the same from pinned memory with non_blocking=True (one async H2D each: the host
 allocator records no event per copy); an event record and query. (The kinds and calls as the shim's
 summary counted them on an H200, 2026-11-26.)
 
@@ -54,6 +54,12 @@ def main():
         torch.cuda.synchronize()
         return len(small)
 
+    def pageable_4k_nb():
+        for t in small:
+            t.to(dev, non_blocking=True)
+        torch.cuda.synchronize()
+        return len(small)
+
     def pinned_4k():
         for t in pinned:
             t.to(dev, non_blocking=True)
@@ -77,8 +83,8 @@ def main():
 
     print("%-22s %12s %12s %28s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
                                         "ratio"))
-    for name, fn in (("item", item), ("4KB pageable", pageable_4k), ("4KB pinned nb", pinned_4k),
-                     ("event record+query", events)):
+    for name, fn in (("item", item), ("4KB pageable", pageable_4k), ("4KB pageable nb", pageable_4k_nb),
+                     ("4KB pinned nb", pinned_4k), ("event record+query", events)):
         for _ in range(3):
             fn()
         fwd, obs, diffs = [], [], []
