@@ -76,9 +76,9 @@ static inline uint64_t pinshim_ticks_since(uint64_t t0) { return pinshim_ticks_n
  * copies too small to stage are timed on one call in PINSHIM_SAMPLE_EVERY, drawn at random per
  * thread (a fixed stride would alias with a program's own period: a copy and an event record in
  * turn would time only copies), that time counted PINSHIM_SAMPLE_EVERY times: the two reads around
- * a call cost 60-70 ns in a PyTorch process on an H200 host, 1 % of an event record. pinshim_sample_weight() says what the
- * call in hand counts for: 0 (not timed) or PINSHIM_SAMPLE_EVERY. Counting stays exact; the time
- * totals become estimates. */
+ * a call cost 60-70 ns in a PyTorch process on an H200 host, 1 % of an event record.
+ * pinshim_sample_weight() says what the call in hand counts for: 0 (not timed) or
+ * PINSHIM_SAMPLE_EVERY. Counting stays exact; the time totals become estimates. */
 #define PINSHIM_SAMPLE_EVERY 16u
 extern __thread uint32_t pinshim_sample_state __attribute__((tls_model("initial-exec")));
 

@@ -154,6 +154,25 @@ field() { sed -n "s/^$1 //p" "$WORK/check"; }
     grep -q '"type":"module","name":"logprog","path":"'"$T"'/logprog","build_id":"[0-9a-f]\{40\}"' "$WORK/s.jsonl"
 }
 
+# sampled_400 KIND LOGPROG_ARGS...: runs logprog without a log; the summary's rows of host kind KIND
+# are 400 copies each way, their host times multiples of 16: about 25 calls of each 400 timed (none:
+# chance 6e-12), each counted 16 times (timed on every call, a row would be one by chance 1 in 16);
+# both directions timed although they alternate (a fixed stride of 16 would time only one).
+sampled_400() {
+    local kind=$1
+    shift
+    PINSHIM_SUMMARY=json run_app "s_$kind" shim "$T/logprog" "$@"
+    show "s_$kind"
+    grep '^{' "$WORK/s_$kind.err" >"$WORK/s_$kind.json"
+    python3 - "$WORK/s_$kind.json" "$kind" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+rows = [r for r in s["transfers"] if r["host_kind"] == sys.argv[2]]
+assert sorted((r["dir"], r["count"]) for r in rows) == [("d2h", 400), ("h2d", 400)], rows
+assert all(r["host_ns"] > 0 and r["host_ns"] % 16 == 0 for r in rows), rows
+PY
+}
+
 @test "async pinned copies and small copies: a logged one is timed on every call; otherwise one call in 16, counted 16-fold" {
     PINSHIM_LOG="$WORK/p.jsonl" run_app shim shim "$T/logprog" pinned 32 # H2D and D2H in turn
     show shim
@@ -164,29 +183,8 @@ pinned = [r for r in recs if r["type"] == "transfer" and r["host_kind"] == "pinn
 assert len(pinned) == 64, len(pinned)
 assert all(r["host_ns"] > 0 for r in pinned), [r["host_ns"] for r in pinned]
 PY
-    PINSHIM_SUMMARY=json run_app shim shim "$T/logprog" pinned 400
-    show shim
-    grep '^{' "$WORK/shim.err" >"$WORK/s.json"
-    python3 - "$WORK/s.json" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-rows = [r for r in s["transfers"] if r["host_kind"] == "pinned"]
-assert sorted((r["dir"], r["count"]) for r in rows) == [("d2h", 400), ("h2d", 400)], rows
-# about 25 calls of each 400 timed (none: chance 6e-12), each counted 16 times: multiples of 16
-# (timed on every call, a row would be one by chance 1 in 16); both directions timed although they
-# alternate (a fixed stride of 16 would time only one)
-assert all(r["host_ns"] > 0 and r["host_ns"] % 16 == 0 for r in rows), rows
-PY
-    PINSHIM_SUMMARY=json PINSHIM_PIN_ON_REUSE=off run_app small shim "$T/logprog" copies 400 # 4 KiB pageable, sync: small
-    show small
-    grep '^{' "$WORK/small.err" >"$WORK/small.json"
-    python3 - "$WORK/small.json" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-rows = [r for r in s["transfers"] if r["host_kind"] == "pageable"]
-assert sorted((r["dir"], r["count"]) for r in rows) == [("d2h", 400), ("h2d", 400)], rows
-assert all(r["host_ns"] > 0 and r["host_ns"] % 16 == 0 for r in rows), rows
-PY
+    sampled_400 pinned pinned 400
+    PINSHIM_PIN_ON_REUSE=off sampled_400 pageable copies 400 # 4 KiB pageable, sync: too small to stage
 }
 
 @test "log_min_bytes: smaller transfers get no record but are still counted" {

@@ -8,9 +8,9 @@ observing costs, not the preload itself.
 
 Workloads (ns per operation): x.item() of a 1-element tensor (with PyTorch 2.11 a 4-byte D2H into a
 small block of its pinned host allocator and a stream sync); 1000 x 4 KB pageable tensors
-.to("cuda"), blocking and with non_blocking=True; the same from pinned memory with non_blocking=True (one async H2D each: the host
-allocator records no event per copy); an event record and query. (The kinds and calls as the shim's
-summary counted them on an H200, 2026-11-26.)
+.to("cuda"), blocking and with non_blocking=True; the same from pinned memory with
+non_blocking=True (one async H2D each: the host allocator records no event per copy); an event
+record and query. (The kinds and calls as the shim's summary counted them on an H200, 2026-11-26.)
 
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N]
 (default 16 groups). Needs PyTorch and a GPU; prints a line and exits 0 without them. Never asserts
