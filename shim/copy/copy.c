@@ -12,9 +12,10 @@
 
 static bool side_is_host(enum host_kind k) { return memkind_is_host(k) || k == KIND_UNKNOWN; }
 
-/* A side's kind. A copy below both staging thresholds is only counted by its kind, so it may take
- * memkind's remembered answer for a pageable page (memkind_of_small): the driver's query costs
- * 100-140 ns on an H200 host, 1-2 % of a 4-byte .item() or a 4 KB pageable .to("cuda"). */
+/* A side's kind. A small copy (copy_is_small) is only counted by its kind, so it may take memkind's
+ * remembered answer for its page (memkind_of_small): otherwise a pageable page costs a driver query
+ * (100-140 ns on an H200 host, 1-2 % of a 4 KB pageable .to("cuda")) and a pinned one the table's
+ * read lock, on every copy. */
 static enum host_kind side_kind(uintptr_t p, size_t bytes)
 {
     if (copy_is_small(bytes))
