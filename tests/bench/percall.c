@@ -1,5 +1,6 @@
 /* percall.c: cost of the driver queries the shim makes per copy (pointer attributes on pageable,
- * pinned and device pointers; address range; capture status), ns per call, median of 5 loops. */
+ * pinned and device pointers; address range; capture status; the current context and its device),
+ * ns per call, median of 5 loops. */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,5 +55,7 @@ int main(void)
     TIME("cuMemGetAddressRange(device)", cuMemGetAddressRange(&base, &size, d));
     TIME("cuStreamIsCapturing", cuStreamIsCapturing(s, &st));
     TIME("cuCtxGetDevice", cuCtxGetDevice(&dev));
+    CUcontext current;
+    TIME("cuCtxGetCurrent", cuCtxGetCurrent(&current));
     return 0;
 }
