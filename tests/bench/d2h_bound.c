@@ -51,7 +51,7 @@ struct link {
     CUdeviceptr dev;
     void *pinned;
     CUstream stream;
-    volatile bool stop;
+    bool stop; /* set by the main thread (atomic) */
     double bytes, seconds;
 };
 
@@ -60,7 +60,7 @@ static void *link_main(void *arg)
     struct link *l = arg;
     check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
     double t0 = now_s(), moved = 0;
-    while (!l->stop) {
+    while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
         for (int i = 0; i < 4; i++)
             check(cuMemcpyDtoHAsync(l->pinned, l->dev, LINK_BYTES, l->stream), "cuMemcpyDtoHAsync");
         check(cuStreamSynchronize(l->stream), "cuStreamSynchronize");
@@ -159,7 +159,7 @@ int main(int argc, char **argv)
         for (int busy = 0; busy < 2; busy++) {
             pthread_t link_thread;
             if (busy) {
-                l.stop = false;
+                __atomic_store_n(&l.stop, false, __ATOMIC_RELEASE);
                 pthread_create(&link_thread, NULL, link_main, &l);
             }
             double g[MAX_REPS];
@@ -173,7 +173,7 @@ int main(int argc, char **argv)
             }
             double link_gbps = 0;
             if (busy) {
-                l.stop = true;
+                __atomic_store_n(&l.stop, true, __ATOMIC_RELEASE);
                 pthread_join(link_thread, NULL);
                 link_gbps = l.bytes / l.seconds / 1e9;
             }
