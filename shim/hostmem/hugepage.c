@@ -14,8 +14,6 @@
 #include "alloc_table.h"
 #include "policy.h"
 
-#define HUGEPAGE_BYTES ((uintptr_t)2 << 20)
-
 enum thp_mode { THP_UNKNOWN, THP_MADVISE, THP_ALWAYS, THP_NEVER };
 static int mode;            /* enum thp_mode, read once */
 static bool program_decides;

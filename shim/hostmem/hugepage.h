@@ -22,6 +22,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The unit of a transparent huge page: the 2 MiB blocks of the address space, each faulted in (and
+ * zeroed) by one thread at a time. */
+#define HUGEPAGE_BYTES ((uintptr_t)2 << 20)
+
 /* [p, p + n) is about to be written in full by a staged copy. True when huge pages were advised
  * for it, by the shim now or by the program before (its fresh pages may then come 2 MiB at a
  * time). */

@@ -277,6 +277,22 @@ static void d2h_retire(struct d2h_slot *s, CUstream stream)
         pool_release_after(s->ch, stream);
 }
 
+/* The bytes of a staged D2H larger than a chunk that its first DMA moves: `first`, so that the
+ * copy-out starts once this much has arrived (a copy of one chunk keeps one chunk: a second would
+ * make the pool grow for it), or a whole chunk where `first` is 0. Into huge pages the piece ends on
+ * a 2 MiB block boundary of the destination, so that every later piece (whole chunks) starts on one
+ * (chunks being multiples of 2 MiB) and no block is written by the parts of two pieces, one of
+ * them waiting for the other's fault. */
+static size_t d2h_first_piece(void *dst, size_t first, size_t chunk, enum workers_dst dst_kind)
+{
+    if (first == 0 || first >= chunk)
+        return chunk;
+    if (dst_kind != WORKERS_DST_MAY_FAULT_HUGE)
+        return first;
+    uintptr_t end = ((uintptr_t)dst + first + HUGEPAGE_BYTES - 1) & ~(HUGEPAGE_BYTES - 1);
+    return end - (uintptr_t)dst <= chunk ? end - (uintptr_t)dst : first;
+}
+
 bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstream stream, CUresult *result)
 {
     fn_dtoh_async dma = (fn_dtoh_async)driver_real(ENTRY_dtoh_async);
@@ -300,9 +316,8 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
                 break;
             }
             size_t n = bytes - next_off < chunk ? bytes - next_off : chunk;
-            if (next_off == 0 && first > 0 && first < n && bytes > chunk)
-                n = first; /* the copy-out starts once this much has arrived (a copy of one chunk
-                            * keeps one chunk: a second would make the pool grow for it) */
+            if (next_off == 0 && bytes > chunk)
+                n = d2h_first_piece(dst, first, chunk, dst_kind);
             pinshim_enter();
             CUresult r = dma(ch->ptr, src + next_off, n, stream);
             pinshim_leave();

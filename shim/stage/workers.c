@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/common.h"
+#include "hostmem/hugepage.h"
 #include "policy.h"
 #include "stream_copy.h"
 
@@ -27,13 +28,15 @@
  * middle of a part (the cores are often busy with the program's own threads, e.g. OpenMP threads
  * spinning after a parallel region) holds back only a small piece while the others take the rest. */
 #define WORKERS_PARTS_PER_THREAD 4
-#define WORKERS_MAX 64
-/* A destination that may fault in huge pages is cut at boundaries of this block, each block
- * written by one thread, once a copy is large enough to give every thread a block's worth. (Cutting
- * 4 KiB-page destinations this way too, for the page-table lock, made 8 staged D2H copies of 64 MiB
- * into fresh tensors take 62-69 ms against 32-42 on an H200: fewer, larger parts leave threads idle
- * while the last part of a chunk ends.) */
-#define FAULT_BLOCK ((size_t)2 << 20)
+/* A destination that may fault in huge pages is cut at the boundaries of its 2 MiB blocks
+ * (HUGEPAGE_BYTES), each part whole blocks, so that no thread waits on the zeroing of a huge page
+ * another thread faulted in. Cut in equal parts instead (a timeline of 24 staged 64 MiB D2H copies
+ * into fresh PyTorch tensors on an H200), the 2 MiB first piece went to 8 threads meeting in one
+ * block's fault, 0.35-0.4 ms for each 256 KiB part, and each 16 MiB chunk's last part, two blocks
+ * where the tensor did not start on a boundary, took twice as long as the others. (Cutting
+ * 4 KiB-page destinations at these boundaries too, for the page-table lock, made 8 staged D2H
+ * copies of 64 MiB into fresh tensors take 62-69 ms against 32-42 on an H200: fewer, larger parts
+ * leave threads idle while the last part of a chunk ends.) */
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
@@ -122,8 +125,12 @@ static void copy_bytes(const struct workers_job *j, char *dst, const char *src, 
         memcpy(dst, src, n);
 }
 
-/* Where part `index` starts: index * part, moved down to a FAULT_BLOCK boundary of the destination
- * when the job has aligned parts (part 0 starts at 0 and the last ends at bytes either way). */
+/* The first 2 MiB block boundary at or below p. */
+static uintptr_t block_floor(uintptr_t p) { return p & ~(HUGEPAGE_BYTES - 1); }
+
+/* Where part `index` starts: index * part from dst, or, when the job has aligned parts, from the
+ * block boundary at or below dst (so every later part starts on a boundary); part 0 starts at 0 and
+ * the last ends at bytes either way. */
 static size_t part_offset(const struct workers_job *j, unsigned index)
 {
     if (index == 0)
@@ -132,27 +139,119 @@ static size_t part_offset(const struct workers_job *j, unsigned index)
         return j->bytes;
     size_t offset = (size_t)index * j->part;
     if (j->aligned)
-        offset = (((uintptr_t)j->dst + offset) & ~(uintptr_t)(FAULT_BLOCK - 1)) - (uintptr_t)j->dst;
+        offset -= (uintptr_t)j->dst - block_floor((uintptr_t)j->dst);
     return offset < j->bytes ? offset : j->bytes;
 }
 
-static void copy_part(struct workers_job *j, unsigned index)
+/* Stealing. A copy into huge pages is cut into whole blocks (above) so that no two threads meet in
+ * one block's fault; but then a part is long (a 2 MiB block into a fresh huge page took 0.5-1 ms
+ * with 16 threads copying) and the last parts of a copy end one by one while the other threads
+ * idle. So each part is copied in units of STEAL_UNIT: the thread that claims a part takes its units
+ * in order, and once it has taken its second unit (its first, which faulted the block in, is done)
+ * a thread with nothing else to do may take the part's next unit. */
+#define STEAL_UNIT WORKERS_MIN_PART
+static unsigned sleepers; /* workers waiting for work (atomic; changed under the lock) */
+
+static unsigned part_units(const struct workers_job *j, unsigned index)
+{
+    if (!j->stealing)
+        return 1;
+    size_t bytes = part_offset(j, index + 1) - part_offset(j, index);
+    return (unsigned)((bytes + STEAL_UNIT - 1) / STEAL_UNIT);
+}
+
+static void copy_unit(struct workers_job *j, unsigned index, unsigned unit)
 {
     size_t from = part_offset(j, index), to = part_offset(j, index + 1);
+    if (j->stealing) {
+        from += (size_t)unit * STEAL_UNIT;
+        if (to - from > STEAL_UNIT)
+            to = from + STEAL_UNIT;
+    }
     copy_bytes(j, j->dst + from, j->src + from, to - from);
 }
 
-/* Claims and copies parts until none is left; returns how many this thread copied. */
+/* A part became one whose units others may take: wake a worker waiting for work, of either kind
+ * (best effort: one that is about to wait misses it and waits for the next copy, as before
+ * stealing). One, not all: the part has a few units, and a thread that takes one looks for more. */
+static void announce_stealable(void)
+{
+    if (!__atomic_load_n(&sleepers, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&lock);
+    pthread_cond_signal(&work_ready);
+    pthread_cond_signal(&resident_ready);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Copies what is left of part `index`, which this thread claimed; returns the units it copied. */
+static unsigned work_part(struct workers_job *j, unsigned index)
+{
+    if (!j->stealing) {
+        copy_unit(j, index, 0);
+        return 1;
+    }
+    unsigned n = part_units(j, index), mine = 0;
+    for (unsigned unit; (unit = __atomic_fetch_add(&j->unit_next[index], 1, __ATOMIC_RELAXED)) < n; mine++) {
+        if (unit == 1 && n > 2)
+            announce_stealable();
+        copy_unit(j, index, unit);
+    }
+    return mine;
+}
+
+/* The claimed part of j with the most units left that others may take (its owner past its first
+ * unit), or -1. */
+static int part_to_steal(struct workers_job *j)
+{
+    if (!j->stealing)
+        return -1;
+    unsigned claimed = __atomic_load_n(&j->next, __ATOMIC_RELAXED), most = 0;
+    int best = -1;
+    for (unsigned p = 0; p < claimed && p < j->parts; p++) {
+        unsigned taken = __atomic_load_n(&j->unit_next[p], __ATOMIC_RELAXED), n = part_units(j, p);
+        if (taken >= 2 && taken < n && n - taken > most) {
+            most = n - taken;
+            best = (int)p;
+        }
+    }
+    return best;
+}
+
+/* Takes and copies one unit of a part of j that others may take; false when there is none. */
+static bool steal_unit(struct workers_job *j)
+{
+    for (int p; (p = part_to_steal(j)) >= 0;) {
+        unsigned unit = __atomic_fetch_add(&j->unit_next[p], 1, __ATOMIC_RELAXED);
+        if (unit < part_units(j, (unsigned)p)) {
+            copy_unit(j, (unsigned)p, unit);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether j has bytes no thread has taken yet. */
+static bool has_untaken(struct workers_job *j)
+{
+    if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) < j->parts)
+        return true;
+    for (unsigned p = 0; j->stealing && p < j->parts; p++)
+        if (__atomic_load_n(&j->unit_next[p], __ATOMIC_RELAXED) < part_units(j, p))
+            return true;
+    return false;
+}
+
+/* Claims and copies parts until none is left, then takes units of others' parts; returns the
+ * units this thread copied. */
 static unsigned drain(struct workers_job *j)
 {
     unsigned mine = 0;
-    for (;;) {
-        unsigned index = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
-        if (index >= j->parts)
-            return mine;
-        copy_part(j, index);
+    for (unsigned index; (index = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->parts;)
+        mine += work_part(j, index);
+    while (steal_unit(j))
         mine++;
-    }
+    return mine;
 }
 
 /* Removes j from the queue if it is still there. Caller holds the lock. */
@@ -175,20 +274,24 @@ static void unqueue(struct workers_job *j)
  * for one, so a new H2D piece wakes no worker that could not take part in it. */
 static bool serves_resident(unsigned index) { return index + 1 < resident_parallelism(); }
 
-/* The first queued job with parts left that this worker may join; fully claimed jobs leave the
- * queue on the way. Lock held. */
+/* The first queued job this worker may join with a part left to claim, else the first with a
+ * unit to take; jobs with nothing left to take leave the queue on the way. Lock held. */
 static struct workers_job *job_to_join(bool resident_ok)
 {
-    struct workers_job *j = queue_head;
+    struct workers_job *j = queue_head, *steal = NULL;
     while (j) {
         struct workers_job *next = j->queue_next;
-        if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) >= j->parts)
+        if (!has_untaken(j))
             unqueue(j);
-        else if (!j->resident || resident_ok)
+        else if (j->resident && !resident_ok)
+            ;
+        else if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) < j->parts)
             return j;
+        else if (!steal && part_to_steal(j) >= 0)
+            steal = j;
         j = next;
     }
-    return NULL;
+    return steal;
 }
 
 /* A thread other than j's owner (a worker, or another job's owner helping while it waits) takes
@@ -199,7 +302,7 @@ static void let_go(struct workers_job *j, unsigned copied)
 {
     j->done += copied;
     j->holders--;
-    if (j->done == j->parts && j->holders == 0)
+    if (j->done == j->units && j->holders == 0)
         pthread_cond_signal(&j->finished);
 }
 
@@ -211,13 +314,15 @@ static void *worker_main(void *arg)
     for (;;) {
         struct workers_job *j;
         bool resident_ok;
-        while (!(j = job_to_join(resident_ok = serves_resident(index))))
+        while (!(j = job_to_join(resident_ok = serves_resident(index)))) {
+            __atomic_add_fetch(&sleepers, 1, __ATOMIC_RELAXED);
             pthread_cond_wait(resident_ok ? &resident_ready : &work_ready, &lock);
+            __atomic_sub_fetch(&sleepers, 1, __ATOMIC_RELAXED);
+        }
         hold(j);
         pthread_mutex_unlock(&lock);
         unsigned mine = drain(j);
         pthread_mutex_lock(&lock);
-        unqueue(j);
         let_go(j, mine);
     }
     return NULL;
@@ -247,22 +352,34 @@ static void start_workers(void)
     }
 }
 
-/* Copies one unclaimed part of the first queued job that has one (not `self`), as a worker
- * would. Lock held on entry and on return; false when there was nothing to take. */
-static bool help_other_locked(struct workers_job *self)
+/* As a worker would, copies one part of the first queued job with a part left to claim, else one
+ * unit to take of the first job that has one (self's own too: its owner helps it end). Lock held on
+ * entry and on return; false when there was nothing to take. */
+static bool help_locked(struct workers_job *self)
 {
     for (struct workers_job *o = queue_head; o; o = o->queue_next) {
-        if (o == self)
+        if (o == self || __atomic_load_n(&o->next, __ATOMIC_RELAXED) >= o->parts)
             continue;
         unsigned index = __atomic_fetch_add(&o->next, 1, __ATOMIC_RELAXED);
         if (index >= o->parts)
             continue;
         hold(o);
         pthread_mutex_unlock(&lock);
-        copy_part(o, index);
+        unsigned copied = work_part(o, index);
         pthread_mutex_lock(&lock);
-        let_go(o, 1);
+        let_go(o, copied);
         return true;
+    }
+    for (struct workers_job *o = queue_head; o; o = o->queue_next) {
+        if (part_to_steal(o) < 0)
+            continue;
+        hold(o);
+        pthread_mutex_unlock(&lock);
+        bool stole = steal_unit(o);
+        pthread_mutex_lock(&lock);
+        let_go(o, stole);
+        if (stole)
+            return true;
     }
     return false;
 }
@@ -270,27 +387,35 @@ static bool help_other_locked(struct workers_job *self)
 void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind)
 {
     unsigned threads = dst_kind == WORKERS_DST_RESIDENT ? resident_parallelism() : workers_parallelism();
-    size_t parts = bytes / WORKERS_MIN_PART;
+    /* the 2 MiB blocks [dst, dst + bytes) touches, whole or in part */
+    size_t blocks = (block_floor((uintptr_t)dst + bytes - 1) - block_floor((uintptr_t)dst)) / HUGEPAGE_BYTES + 1;
+    bool aligned = dst_kind == WORKERS_DST_MAY_FAULT_HUGE && bytes > 0 && blocks >= 2;
+    size_t parts = aligned ? blocks : bytes / WORKERS_MIN_PART;
     size_t most = (size_t)threads * (dst_kind == WORKERS_DST_RESIDENT ? WORKERS_PARTS_PER_THREAD : 1);
     if (parts > most)
         parts = most;
     *j = (struct workers_job){.dst = dst, .src = src, .bytes = bytes, .resident = dst_kind == WORKERS_DST_RESIDENT,
                               .streaming = dst_kind == WORKERS_DST_RESIDENT &&
                                            pinshim_policy.stage_stores == STAGE_STORES_STREAMING,
-                              .aligned = dst_kind == WORKERS_DST_MAY_FAULT_HUGE && bytes / threads >= FAULT_BLOCK / 2};
+                              .aligned = aligned};
     if (parts < 2 || threads < 2) {
         j->parts = 0; /* too small to share: the owner copies it alone in workers_finish */
         return;
     }
-    j->part = (bytes + parts - 1) / parts;
-    if (j->aligned) /* whole blocks per part (part_offset moves each start to a block boundary) */
-        j->part = (j->part + FAULT_BLOCK - 1) & ~(FAULT_BLOCK - 1);
+    if (aligned) /* whole blocks per part, counted from the block dst lies in (see part_offset) */
+        j->part = (blocks + parts - 1) / parts * HUGEPAGE_BYTES;
     else
-        j->part = (j->part + 63) & ~(size_t)63; /* cache-line aligned part boundaries */
-    j->parts = (unsigned)((bytes + j->part - 1) / j->part);
+        j->part = ((bytes + parts - 1) / parts + 63) & ~(size_t)63; /* cache-line aligned part boundaries */
+    j->parts = (unsigned)(aligned ? (blocks * HUGEPAGE_BYTES + j->part - 1) / j->part : (bytes + j->part - 1) / j->part);
     if (j->parts < 2) {
         j->parts = 0;
         return;
+    }
+    j->stealing = aligned && src; /* not a populate job: its first touch faults the whole block */
+    j->units = j->stealing ? 0 : j->parts;
+    for (unsigned p = 0; j->stealing && p < j->parts; p++) { /* parts <= threads <= WORKERS_MAX */
+        j->unit_next[p] = 0;
+        j->units += part_units(j, p);
     }
     pthread_cond_init(&j->finished, NULL);
 
@@ -320,12 +445,13 @@ void workers_finish(struct workers_job *j)
     unsigned mine = drain(j);
 
     pthread_mutex_lock(&lock);
-    unqueue(j);
     j->done += mine;
-    /* While workers end their parts of j, take parts of later copies (this caller's next chunks). */
-    while (j->done < j->parts || j->holders > 0)
-        if (!help_other_locked(j))
+    /* While workers end their parts of j, take parts of later copies (this caller's next chunks),
+     * or units of begun parts. j stays queued for those who take its units until none is left. */
+    while (j->done < j->units || j->holders > 0)
+        if (!help_locked(j))
             pthread_cond_wait(&j->finished, &lock);
+    unqueue(j);
     pthread_mutex_unlock(&lock);
     pthread_cond_destroy(&j->finished);
 }
@@ -352,4 +478,5 @@ void workers_forget(void)
     queue_head = queue_tail = NULL;
     started = 0;
     start_failed = false;
+    sleepers = 0;
 }

@@ -13,6 +13,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The most threads a copy is shared by (a thread-count key's value is capped to it). */
+#define WORKERS_MAX 64
+
 /* One copy shared by the threads; lives in the caller's memory from workers_start() until
  * workers_finish() returns. Fields are workers.c's. */
 struct workers_job {
@@ -22,21 +25,24 @@ struct workers_job {
     unsigned parts;
     bool streaming;   /* stores that bypass the cache (stream_copy.h) */
     bool aligned;     /* parts start at 2 MiB boundaries of dst (WORKERS_DST_MAY_FAULT_HUGE) */
+    bool stealing;    /* an aligned copy: the parts' units may be taken by other threads (workers.c) */
     unsigned next;    /* next part to claim (atomic) */
-    unsigned done;    /* parts finished (under the lock) */
+    unsigned units;   /* what done counts up to: the parts, or with stealing their units */
+    unsigned done;    /* units finished (under the lock) */
     unsigned holders; /* threads other than the owner holding a pointer to this job (under the lock) */
     bool resident;    /* WORKERS_DST_RESIDENT: only the workers that serve pool chunks take part */
     struct workers_job *queue_next;
     pthread_cond_t finished;
+    unsigned unit_next[WORKERS_MAX]; /* with stealing: each part's next unit to take (atomic) */
 };
 
 /* What the destination is, which decides the size of the parts: memory the copy may fault in
  * (the program's destination of a D2H, possibly fresh) is cut into at most one part per thread
  * (with four parts per thread, 8 staged D2H copies of 64 MiB into fresh tensors took 42-46 ms
  * against 34-36 ms in an earlier run on an H100); where it may fault in huge pages (advised by
- * hostmem/hugepage.h), at 2 MiB boundaries, once the copy gives each thread at least 1 MiB, so that
- * no two threads wait on the zeroing of one huge page; memory already resident (a pool chunk) into
- * several parts per thread. */
+ * hostmem/hugepage.h), at its 2 MiB block boundaries, whole blocks per part, so that no two threads
+ * wait on the zeroing of one huge page; memory already resident (a pool chunk) into several parts
+ * per thread. */
 enum workers_dst { WORKERS_DST_RESIDENT, WORKERS_DST_MAY_FAULT, WORKERS_DST_MAY_FAULT_HUGE };
 
 /* Values of the stage_stores key: how a copy into a pool chunk (WORKERS_DST_RESIDENT) is written. */

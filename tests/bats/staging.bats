@@ -64,17 +64,18 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [[ "$output" == "stream_copy: "*" cases identical" ]]
 }
 
-@test "workers: parallel copies equal memcpy for 1-16 threads, parts tile the copy, fault-prone ones at 2 MiB boundaries; stage_h2d_threads caps copies into the pool; thread counts resolved once, from the CPU affinity; populate faults in its range" {
+@test "workers: parallel copies equal memcpy for 1-16 threads, parts tile the copy, fault-prone ones at 2 MiB boundaries; stage_h2d_threads caps copies into the pool; units of begun huge-page blocks taken by idle threads; thread counts resolved once, from the CPU affinity; populate faults in its range" {
     run "$T/workers_check"
     echo "$output"
     [ "$status" = 0 ]
     [[ "${lines[0]}" == "workers: "*" cases identical" ]]
     [ "${lines[1]}" = "workers: at most 3 of 8 threads at once into resident memory with stage_h2d_threads = 3" ]
-    [ "${lines[3]}" = "workers: thread counts resolved once for 60 copies" ]
+    [[ "${lines[3]}" == "workers: stealing: "*" of 8 blocks copied by more than one thread, each after its first unit" ]]
+    [ "${lines[4]}" = "workers: thread counts resolved once for 60 copies" ]
     # the default counts follow the CPU affinity (nproc reads it too): one CPU, one thread
     local allowed; allowed=$(nproc)
-    [ "${lines[4]}" = "workers: default threads on one allowed CPU: 1 and 1 for copies into the pool ($allowed allowed now: $((allowed < 32 ? allowed : 32)))" ]
-    [ "${lines[5]}" = "workers: populate faulted in 8453 pages, no more" ]
+    [ "${lines[5]}" = "workers: default threads on one allowed CPU: 1 and 1 for copies into the pool ($allowed allowed now: $((allowed < 32 ? allowed : 32)))" ]
+    [ "${lines[6]}" = "workers: populate faulted in 8453 pages, no more" ]
 }
 
 @test "stage_stores = normal and = streaming: staged bytes identical at every size boundary" {

@@ -2,9 +2,10 @@
  * For 1, 2, 3 and 16 threads, both destination kinds, destinations at offsets around 2 MiB
  * boundaries and sizes around the part thresholds: the bytes equal memcpy's, the bytes around the
  * destination are untouched, and the parts cover [0, bytes) once, in order, each part of a job cut
- * at 2 MiB boundaries (WORKERS_DST_MAY_FAULT_HUGE, large enough) starting on such a boundary. Several
- * jobs are kept started at once, finished oldest first, as stage.c does; workers_populate faults in
- * exactly its range. Prints "workers: N cases identical" or the first problem and exits 1. */
+ * at 2 MiB boundaries (WORKERS_DST_MAY_FAULT_HUGE, two blocks or more) starting on such a boundary. Several
+ * jobs are kept started at once, finished oldest first, as stage.c does; a copy into huge pages
+ * has units of its blocks taken by other threads only after each block's first; workers_populate
+ * faults in exactly its range. Prints "workers: N cases identical" or the first problem and exits 1. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdbool.h>
@@ -46,9 +47,43 @@ static int counting_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
     sysconf_calls++;
     return sched_getaffinity(pid, size, set);
 }
+/* The workers' plain copies, logged while `logging` is set (each slowed down, so that every thread
+ * takes part): which thread copied which bytes, when. */
+#include <pthread.h>
+#include <time.h>
+struct copy_seen {
+    const char *dst;
+    size_t n;
+    pthread_t thread;
+    struct timespec began, ended;
+};
+static struct copy_seen seen[4096];
+static unsigned seen_count;
+static bool logging;
+static void *logged_memcpy(void *dst, const void *src, size_t n)
+{
+    if (!__atomic_load_n(&logging, __ATOMIC_ACQUIRE))
+        return memcpy(dst, src, n);
+    struct copy_seen c = {.dst = dst, .n = n, .thread = pthread_self()};
+    clock_gettime(CLOCK_MONOTONIC, &c.began);
+    usleep(300);
+    memcpy(dst, src, n);
+    clock_gettime(CLOCK_MONOTONIC, &c.ended);
+    unsigned i = __atomic_fetch_add(&seen_count, 1, __ATOMIC_RELAXED);
+    if (i < sizeof seen / sizeof *seen)
+        seen[i] = c;
+    return dst;
+}
+static bool before(struct timespec a, struct timespec b)
+{
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
 #define sysconf counting_sysconf
 #define sched_getaffinity counting_getaffinity
+#define memcpy logged_memcpy
 #include "../../shim/stage/workers.c"
+#undef memcpy
 #undef sysconf
 #undef sched_getaffinity
 
@@ -67,11 +102,18 @@ void pinshim_warn(const char *fmt, ...)
 #define MiB ((size_t)1 << 20)
 #define GUARD 256
 
-/* The parts of a started job tile [0, bytes) in order; aligned ones start on 2 MiB boundaries. */
-static int check_parts(const struct workers_job *j)
+/* The parts of a started job tile [0, bytes) in order; aligned ones start on 2 MiB boundaries, and
+ * a job into huge pages that touches two blocks or more is aligned. */
+static int check_parts(const struct workers_job *j, bool huge_kind)
 {
     if (j->parts == 0)
         return 0;
+    /* a job that may fault in huge pages and touches two blocks or more splits no block */
+    size_t lead = (uintptr_t)j->dst % HUGEPAGE_BYTES;
+    if (huge_kind && j->bytes > 0 && lead + j->bytes > HUGEPAGE_BYTES && !j->aligned) {
+        printf("workers: a job of %zu bytes %zu past a 2 MiB boundary is not cut at block boundaries\n", j->bytes, lead);
+        return 1;
+    }
     size_t prev = 0;
     for (unsigned i = 0; i <= j->parts; i++) {
         size_t at = part_offset(j, i);
@@ -79,9 +121,9 @@ static int check_parts(const struct workers_job *j)
             printf("workers: part %u of %u starts at %zu after %zu (bytes %zu)\n", i, j->parts, at, prev, j->bytes);
             return 1;
         }
-        if (j->aligned && i > 0 && i < j->parts && ((uintptr_t)j->dst + at) % FAULT_BLOCK != 0) {
+        if (j->aligned && i > 0 && i < j->parts && ((uintptr_t)j->dst + at) % HUGEPAGE_BYTES != 0) {
             printf("workers: aligned part %u starts %zu bytes past a 2 MiB boundary\n", i,
-                   (size_t)(((uintptr_t)j->dst + at) % FAULT_BLOCK));
+                   (size_t)(((uintptr_t)j->dst + at) % HUGEPAGE_BYTES));
             return 1;
         }
         prev = at;
@@ -126,7 +168,7 @@ int main(void)
                         size_t third = n / 3, at[4] = {0, third, 2 * third, n};
                         for (int q = 0; q < 3; q++) {
                             workers_start(&jobs[q], dst + at[q], src + at[q], at[q + 1] - at[q], kind);
-                            if (check_parts(&jobs[q]))
+                            if (check_parts(&jobs[q], kind == WORKERS_DST_MAY_FAULT_HUGE))
                                 return 1;
                         }
                         for (int q = 0; q < 3; q++)
@@ -168,6 +210,49 @@ int main(void)
         printf("workers: at most %u of 8 threads at once into resident memory with stage_h2d_threads = %u\n", most,
                h2d_caps[c]);
     }
+
+    /* Stealing: 16 threads, one copy of 8 whole 2 MiB blocks into memory that may fault in huge
+     * pages, each unit slowed down: 8 threads claim a block each and the others take units of
+     * begun blocks, so some block is copied by more than one thread, yet no unit of a block starts
+     * before the unit that begins the block has ended (that one faults the huge page in). */
+    pinshim_policy.stage_threads = 16;
+    __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&logging, true, __ATOMIC_RELEASE);
+    workers_memcpy(base, src, 16 * MiB, WORKERS_DST_MAY_FAULT_HUGE);
+    __atomic_store_n(&logging, false, __ATOMIC_RELEASE);
+    if (memcmp(base, src, 16 * MiB) != 0) {
+        printf("workers: a copy with stealing differs from memcpy\n");
+        return 1;
+    }
+    unsigned shared_blocks = 0, seen_n = seen_count < 4096 ? seen_count : 4096;
+    for (size_t b = 0; b < 8; b++) {
+        const char *block = (const char *)base + b * 2 * MiB;
+        struct copy_seen *first = NULL;
+        for (unsigned i = 0; i < seen_n; i++)
+            if (seen[i].dst == block)
+                first = &seen[i];
+        if (!first) {
+            printf("workers: no copy began block %zu\n", b);
+            return 1;
+        }
+        bool shared = false;
+        for (unsigned i = 0; i < seen_n; i++) {
+            if (seen[i].dst <= block || seen[i].dst >= block + 2 * MiB)
+                continue;
+            if (before(seen[i].began, first->ended)) {
+                printf("workers: a unit of block %zu began before the block's first unit ended\n", b);
+                return 1;
+            }
+            shared |= !pthread_equal(seen[i].thread, first->thread);
+        }
+        shared_blocks += shared;
+    }
+    if (shared_blocks == 0) {
+        printf("workers: no block of a copy into huge pages was shared by two threads (no stealing)\n");
+        return 1;
+    }
+    printf("workers: stealing: %u of 8 blocks copied by more than one thread, each after its first unit\n",
+           shared_blocks);
 
     /* Default thread counts (0: from the cores): resolved once for any number of copies. */
     pinshim_policy.stage_threads = 0;
