@@ -171,16 +171,18 @@ static void copy_unit(struct workers_job *j, unsigned index, unsigned unit)
     copy_bytes(j, j->dst + from, j->src + from, to - from);
 }
 
-/* A part became one whose units others may take: wake a worker waiting for work, of either kind
- * (best effort: one that is about to wait misses it and waits for the next copy, as before
- * stealing). One, not all: the part has a few units, and a thread that takes one looks for more. */
+/* A part became one whose units others may take: wake the workers waiting for work (best effort:
+ * one that is about to wait misses it and waits for the next copy, as before stealing). All of
+ * them, not one: waking one per part left a fresh 4 MiB copy (three parts) to fewer threads,
+ * 0.85 ms against 0.61 before stealing (torch_fresh_d2h.py, 4 rounds on an H200), where waking all
+ * made it 0.67 against 0.75; 8 x 64 MiB copies gained the same either way. */
 static void announce_stealable(void)
 {
     if (!__atomic_load_n(&sleepers, __ATOMIC_RELAXED))
         return;
     pthread_mutex_lock(&lock);
-    pthread_cond_signal(&work_ready);
-    pthread_cond_signal(&resident_ready);
+    pthread_cond_broadcast(&work_ready);
+    pthread_cond_broadcast(&resident_ready);
     pthread_mutex_unlock(&lock);
 }
 
