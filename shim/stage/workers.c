@@ -1,9 +1,11 @@
 /* workers.c: the parallel memcpy behind staging (see workers.h). A copy is one job split into
- * parts of at least WORKERS_MIN_PART bytes; jobs wait in a FIFO queue; workers and the caller claim
- * parts with an atomic counter. A job lives in its caller's memory: the caller leaves
- * workers_finish only when every part is done and no other thread still holds a reference to it;
- * while it waits it copies parts of later jobs (its own next chunks in a pipeline). A job without a
- * source faults its destination in instead (workers_populate). */
+ * parts of at least WORKERS_MIN_PART bytes (into huge pages: whole 2 MiB blocks, whose later units
+ * threads with nothing else to do take once the block is begun: "stealing" below); jobs wait in a
+ * FIFO queue; workers and the caller claim parts with an atomic counter. A job lives in its caller's
+ * memory: the caller leaves workers_finish only when every byte is copied and no other thread still
+ * holds a reference to it, and takes the job out of the queue then; while it waits it copies parts
+ * of later jobs (its own next chunks in a pipeline). A job without a source faults its destination
+ * in instead (workers_populate). */
 #define _GNU_SOURCE
 #include "workers.h"
 
