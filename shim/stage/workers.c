@@ -356,33 +356,25 @@ static void start_workers(void)
     }
 }
 
-/* As a worker would, copies one part of the first queued job with a part left to claim, else one
- * unit to take of the first job that has one (self's own too: its owner helps it end). Lock held on
- * entry and on return; false when there was nothing to take. */
-static bool help_locked(struct workers_job *self)
+/* One part of j to claim, else one unit to take; returns the units copied (0: none was left). */
+static unsigned take_one(struct workers_job *j)
 {
-    for (struct workers_job *o = queue_head; o; o = o->queue_next) {
-        if (o == self || __atomic_load_n(&o->next, __ATOMIC_RELAXED) >= o->parts)
-            continue;
-        unsigned index = __atomic_fetch_add(&o->next, 1, __ATOMIC_RELAXED);
-        if (index >= o->parts)
-            continue;
+    unsigned index = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+    return index < j->parts ? work_part(j, index) : steal_unit(j);
+}
+
+/* Copies one part or one unit of the job a worker would join (job_to_join), this caller's own job
+ * included (its owner helps it end). Lock held on entry and on return; false when there was nothing
+ * to take. */
+static bool help_locked(void)
+{
+    for (struct workers_job *o; (o = job_to_join(true));) {
         hold(o);
         pthread_mutex_unlock(&lock);
-        unsigned copied = work_part(o, index);
+        unsigned copied = take_one(o);
         pthread_mutex_lock(&lock);
         let_go(o, copied);
-        return true;
-    }
-    for (struct workers_job *o = queue_head; o; o = o->queue_next) {
-        if (part_to_steal(o) < 0)
-            continue;
-        hold(o);
-        pthread_mutex_unlock(&lock);
-        bool stole = steal_unit(o);
-        pthread_mutex_lock(&lock);
-        let_go(o, stole);
-        if (stole)
+        if (copied)
             return true;
     }
     return false;
@@ -453,7 +445,7 @@ void workers_finish(struct workers_job *j)
     /* While workers end their parts of j, take parts of later copies (this caller's next chunks),
      * or units of begun parts. j stays queued for those who take its units until none is left. */
     while (j->done < j->units || j->holders > 0)
-        if (!help_locked(j))
+        if (!help_locked())
             pthread_cond_wait(&j->finished, &lock);
     unqueue(j);
     pthread_mutex_unlock(&lock);
