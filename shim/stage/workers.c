@@ -363,21 +363,23 @@ static unsigned take_one(struct workers_job *j)
     return index < j->parts ? work_part(j, index) : steal_unit(j);
 }
 
-/* Copies one part or one unit of the job a worker would join (job_to_join), this caller's own job
- * included (its owner helps it end). Lock held on entry and on return; false when there was nothing
- * to take. */
+/* Tries to copy one part or one unit of the job a worker would join (job_to_join), this caller's
+ * own job included (its owner helps it end). Lock held on entry and on return. False when there was
+ * nothing to try; true when it tried, copied or not: it let go of the lock meanwhile, so the
+ * caller's condition may have changed and its wake-up been given (an owner that went on to wait
+ * after a try that found its part taken waited for ever: a staged fresh tensor .to("cuda") hung in
+ * 3 of 6 processes on an H200). */
 static bool help_locked(void)
 {
-    for (struct workers_job *o; (o = job_to_join(true));) {
-        hold(o);
-        pthread_mutex_unlock(&lock);
-        unsigned copied = take_one(o);
-        pthread_mutex_lock(&lock);
-        let_go(o, copied);
-        if (copied)
-            return true;
-    }
-    return false;
+    struct workers_job *o = job_to_join(true);
+    if (!o)
+        return false;
+    hold(o);
+    pthread_mutex_unlock(&lock);
+    unsigned copied = take_one(o);
+    pthread_mutex_lock(&lock);
+    let_go(o, copied);
+    return true;
 }
 
 void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind)
@@ -443,7 +445,8 @@ void workers_finish(struct workers_job *j)
     pthread_mutex_lock(&lock);
     j->done += mine;
     /* While workers end their parts of j, take parts of later copies (this caller's next chunks),
-     * or units of begun parts. j stays queued for those who take its units until none is left. */
+     * or units of begun parts, looking at the condition again after each try; wait only when there
+     * is nothing to try. j stays queued for those who take its units until none is left. */
     while (j->done < j->units || j->holders > 0)
         if (!help_locked())
             pthread_cond_wait(&j->finished, &lock);

@@ -64,7 +64,7 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [[ "$output" == "stream_copy: "*" cases identical" ]]
 }
 
-@test "workers: parallel copies equal memcpy for 1-16 threads, parts tile the copy, fault-prone ones at 2 MiB boundaries; stage_h2d_threads caps copies into the pool; units of begun huge-page blocks taken by idle threads; thread counts resolved once, from the CPU affinity; populate faults in its range" {
+@test "workers: parallel copies equal memcpy for 1-16 threads, parts tile the copy, fault-prone ones at 2 MiB boundaries; stage_h2d_threads caps copies into the pool; units of begun huge-page blocks taken by idle threads; thread counts resolved once, from the CPU affinity; populate faults in its range; an owner helping its pipeline never misses its wake-up" {
     run "$T/workers_check"
     echo "$output"
     [ "$status" = 0 ]
@@ -76,6 +76,7 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     local allowed; allowed=$(nproc)
     [ "${lines[5]}" = "workers: default threads on one allowed CPU: 1 and 1 for copies into the pool ($allowed allowed now: $((allowed < 32 ? allowed : 32)))" ]
     [ "${lines[6]}" = "workers: populate faulted in 8453 pages, no more" ]
+    [ "${lines[7]}" = "workers: pipelines of 3 copies with 16 threads, every one ended (1000 or more rounds)" ]
 }
 
 @test "stage_stores = normal and = streaming: staged bytes identical at every size boundary" {
