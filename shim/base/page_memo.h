@@ -1,13 +1,14 @@
 /* page_memo.h: a lock-free memory of one small answer (0..3) per 4 KiB page, valid while the table
- * it was derived from keeps its generation. One word per slot, direct-mapped by page number: the
- * page number (36 bits: a 48-bit address space), the answer (2 bits) and the generation's low 26
- * bits, so a slot is right or stale as a whole and raising the generation makes every slot stale.
+ * it was derived from does not change. The memo keeps its own generation, raised by its owner at
+ * every change. One word per slot, direct-mapped by page number: the page number (36 bits: a
+ * 48-bit address space), the answer (2 bits) and the generation's low 26 bits, so a slot is right
+ * or stale as a whole and raising the generation makes every slot stale.
  * Used where a lookup under a lock (memkind's ranges, the tracked allocations) would otherwise run
  * on every small copy.
- * Contract: get and put are lock-free and thread-safe. The caller reads its generation (acquire)
- * before it computes the answer it puts: an answer computed across a change is stored stale.
- * Whoever raises a generation calls page_memo_raised() with the new value: every 2^26 changes the
- * memo is emptied, so that no slot lives to see its generation's low bits come round again. */
+ * Contract: get, put and raise are lock-free and thread-safe. The caller reads the generation
+ * (page_memo_generation) before it computes the answer it puts: an answer computed across a change
+ * is stored stale. Every 2^26 raises the memo is emptied, so that no slot lives to see its
+ * generation's low bits come round again. A zeroed memo is empty, in generation 0. */
 #ifndef PINSHIM_PAGE_MEMO_H
 #define PINSHIM_PAGE_MEMO_H
 
@@ -20,7 +21,8 @@
 #define PAGE_MEMO_GEN_MASK ((1ull << (64 - PAGE_MEMO_GEN_SHIFT)) - 1)
 
 struct page_memo {
-    uint64_t slots[PAGE_MEMO_SLOTS];
+    uint64_t generation;
+    _Alignas(64) uint64_t slots[PAGE_MEMO_SLOTS]; /* puts do not slow the generation's readers */
 };
 
 /* The page number of p, or 0 when p's page cannot be remembered (page 0, above 48 bits). */
@@ -61,10 +63,17 @@ static inline void page_memo_put(struct page_memo *m, uintptr_t p, uint64_t gen,
         __atomic_store_n(page_memo_slot(m, page), page_memo_word(page, answer, gen), __ATOMIC_RELAXED);
 }
 
-/* The generation became gen: at each wrap of its low bits, forget everything. */
-static inline void page_memo_raised(struct page_memo *m, uint64_t gen)
+/* The generation, to compare with or to tag an answer with. */
+static inline uint64_t page_memo_generation(struct page_memo *m)
 {
-    if (gen & PAGE_MEMO_GEN_MASK)
+    return __atomic_load_n(&m->generation, __ATOMIC_ACQUIRE);
+}
+
+/* What the memo was derived from changed: every slot becomes stale; at each wrap of the
+ * generation's low bits, forget everything. */
+static inline void page_memo_raise(struct page_memo *m)
+{
+    if (__atomic_add_fetch(&m->generation, 1, __ATOMIC_RELEASE) & PAGE_MEMO_GEN_MASK)
         return;
     for (unsigned i = 0; i < PAGE_MEMO_SLOTS; i++)
         __atomic_store_n(&m->slots[i], 0, __ATOMIC_RELAXED); /* page 0 is never remembered */

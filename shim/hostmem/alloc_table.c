@@ -27,16 +27,10 @@ static size_t sorted_count, sorted_capacity;
 static uint64_t next_seq = 1;
 static uintptr_t page_bytes;
 
-/* Pages holding no part of any record, remembered for one generation of the table (base/page_memo.h),
- * so that a copy from memory the table does not track decides without the lock. The generation
- * moves with every add and remove, under the lock. */
+/* Pages holding no part of any record, remembered until the table changes (base/page_memo.h), so
+ * that a copy from memory the table does not track decides without the lock. The memo's
+ * generation is raised at every add and remove, under the lock. */
 static struct page_memo untracked_pages;
-static uint64_t generation = 1;
-
-static void raise_generation(void)
-{
-    page_memo_raised(&untracked_pages, __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE));
-}
 
 void alloc_table_lock(void)
 {
@@ -126,7 +120,7 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
     memmove(&sorted[i + 1], &sorted[i], (sorted_count - i) * sizeof *sorted);
     sorted[i] = r;
     sorted_count++;
-    raise_generation();
+    page_memo_raise(&untracked_pages);
     alloc_events_watch(base);
     return true;
 }
@@ -147,14 +141,15 @@ struct alloc_rec *alloc_table_containing(uintptr_t p)
     uintptr_t lo, hi;
     page_memo_bounds(p, &lo, &hi);
     i = upper_bound(hi - 1);
+    /* the lock is held: the table has not changed since the search, so the answer is fresh */
     if (i == 0 || sorted[i - 1]->base + sorted[i - 1]->size <= lo)
-        page_memo_put(&untracked_pages, p, generation, 0);
+        page_memo_put(&untracked_pages, p, page_memo_generation(&untracked_pages), 0);
     return NULL;
 }
 
 PINSHIM_HOT bool alloc_table_may_hold(uintptr_t p)
 {
-    return page_memo_get(&untracked_pages, p, __atomic_load_n(&generation, __ATOMIC_ACQUIRE)) < 0;
+    return page_memo_get(&untracked_pages, p, page_memo_generation(&untracked_pages)) < 0;
 }
 
 void alloc_table_each_overlapping(uintptr_t lo, uintptr_t hi, void (*fn)(struct alloc_rec *, void *), void *arg)
@@ -207,7 +202,7 @@ void alloc_table_remove(struct alloc_rec *r)
         memmove(&sorted[i - 1], &sorted[i], (sorted_count - i) * sizeof *sorted);
         sorted_count--;
     }
-    raise_generation();
+    page_memo_raise(&untracked_pages);
     alloc_events_unwatch(r->base);
     r->detached = true;
 }
@@ -224,6 +219,6 @@ void alloc_table_forget_all(void)
     by_base = NULL; /* the parent's records are left behind (a bounded leak), never walked */
     sorted = NULL;
     sorted_count = sorted_capacity = 0;
-    raise_generation();
+    page_memo_raise(&untracked_pages);
     alloc_events_unwatch_all();
 }

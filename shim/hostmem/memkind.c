@@ -1,7 +1,7 @@
 /* memkind.c: pointer classification (see memkind.h). The range table is a sorted array under a
- * read-write lock; a generation counter, raised on any change of the table and on every unmapping
- * the allocation hooks see, invalidates each thread's one-entry cache and the memory of small
- * copies' pages. */
+ * read-write lock; the page memo's generation, raised on any change of the table and on every
+ * unmapping the allocation hooks see, invalidates the memo (small copies' pages) and each thread's
+ * one-entry cache. */
 #define _GNU_SOURCE
 #include "memkind.h"
 
@@ -23,9 +23,10 @@ struct range {
 static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct range *ranges;
 static size_t range_count, range_capacity;
-static uint64_t generation = 1;
 static bool driver_allowed = true;
 
+/* The last range this thread found, in page_kinds' generation. It starts empty, so that it never
+ * matches although its generation 0 is the memo's first. */
 static __thread struct {
     uint64_t generation;
     struct range hit;
@@ -38,11 +39,6 @@ static __thread struct {
  * the table's read lock and searches it, on every copy. */
 enum { MEMO_PAGEABLE, MEMO_PINNED, MEMO_REGISTERED };
 static struct page_memo page_kinds;
-
-static void raise_generation(void)
-{
-    page_memo_raised(&page_kinds, __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE));
-}
 
 /* Index of the first range with base > p. Caller holds the lock. */
 static size_t upper_bound(uintptr_t p)
@@ -60,7 +56,7 @@ static size_t upper_bound(uintptr_t p)
 
 PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
 {
-    uint64_t gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+    uint64_t gen = page_memo_generation(&page_kinds);
     if (cache.generation == gen && p >= cache.hit.base && p < cache.hit.end) {
         *out = cache.hit;
         return true;
@@ -72,7 +68,7 @@ PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
         *out = ranges[i - 1];
         found = true;
     }
-    gen = generation;
+    gen = page_memo_generation(&page_kinds); /* under the lock: the table is still the one searched */
     pthread_rwlock_unlock(&table_lock);
     if (found) {
         cache.generation = gen;
@@ -132,7 +128,7 @@ PINSHIM_HOT enum host_kind memkind_of(uintptr_t p)
 PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
 {
     /* the generation is read before the lookup: a change meanwhile leaves the answer stale */
-    uint64_t gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+    uint64_t gen = page_memo_generation(&page_kinds);
     switch (page_memo_get(&page_kinds, p, gen)) {
     case MEMO_PAGEABLE: return KIND_PAGEABLE;
     case MEMO_PINNED: return KIND_PINNED;
@@ -196,7 +192,7 @@ void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind)
     memmove(&ranges[i + 1], &ranges[i], (range_count - i) * sizeof *ranges);
     ranges[i] = (struct range){base, end, kind};
     range_count++;
-    raise_generation();
+    page_memo_raise(&page_kinds);
     pthread_rwlock_unlock(&table_lock);
 }
 
@@ -207,7 +203,7 @@ void memkind_remove_range(uintptr_t base)
     if (i > 0 && ranges[i - 1].base == base) {
         memmove(&ranges[i - 1], &ranges[i], (range_count - i) * sizeof *ranges);
         range_count--;
-        raise_generation();
+        page_memo_raise(&page_kinds);
     }
     pthread_rwlock_unlock(&table_lock);
 }
@@ -216,7 +212,7 @@ void memkind_clear(void)
 {
     pthread_rwlock_wrlock(&table_lock);
     range_count = 0;
-    raise_generation();
+    page_memo_raise(&page_kinds);
     pthread_rwlock_unlock(&table_lock);
 }
 
@@ -225,13 +221,13 @@ void memkind_forget_all(void)
     pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
     table_lock = fresh; /* the parent's lock may have been held by a thread that does not exist here */
     range_count = 0;
-    raise_generation();
+    page_memo_raise(&page_kinds);
 }
 
 static void host_unmapped(uintptr_t lo, uintptr_t hi)
 {
     (void)lo, (void)hi;
-    raise_generation();
+    page_memo_raise(&page_kinds);
 }
 
 static const struct alloc_subscriber host_map_subscriber = {.min_bytes = SIZE_MAX, .unmapping = host_unmapped};

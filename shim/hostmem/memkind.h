@@ -41,8 +41,8 @@ void memkind_clear(void);
 /* Forget everything (forked child). Not thread-safe: call only with one thread alive. */
 void memkind_forget_all(void);
 
-/* The allocation-event subscriber that raises the generation on every unmapping (subscribed by
- * the constructor). */
+/* The allocation-event subscriber that raises the page memo's generation on every unmapping
+ * (subscribed by the constructor). */
 struct alloc_subscriber;
 const struct alloc_subscriber *memkind_subscriber(void);
 
