@@ -2,6 +2,8 @@
  * from a thread of its own (the link probe's buffer, while the program allocates at context start),
  * so it relies on cuMemFree being done with an address before any later cuMemAlloc may hand it out:
  * bytes written into the new allocation stay. Prints counts only, never addresses. */
+#include <unistd.h>
+
 #include "conform.h"
 
 #define ROUNDS 200
@@ -13,7 +15,11 @@ struct churn {
     int rounds;
 };
 
-/* The other thread: allocates and frees the same size until told to stop. */
+/* The other thread: allocates and frees the same size until told to stop, pausing between rounds.
+ * Unpaced, it kept the real driver's lock so busy that every call of the main thread waited its
+ * turn: 200 rounds took 50-56 s without the shim on an H100, and over 120 s (the case's limit) with
+ * it, whose copies make more driver calls each (2026-11-26; not a hang: both threads ran). */
+#define CHURN_PAUSE_US 100
 static void *churn_main(void *arg)
 {
     struct churn *c = arg;
@@ -24,6 +30,7 @@ static void *churn_main(void *arg)
         if (!r)
             r = d.mem_free(p);
         c->rounds++;
+        usleep(CHURN_PAUSE_US);
     }
     c->first_error = r;
     return NULL;
