@@ -310,6 +310,17 @@ static void let_go(struct workers_job *j, unsigned copied)
         pthread_cond_signal(&j->finished);
 }
 
+/* Holds j, copies what `take` takes of it with the lock let go, and lets go of j. Lock held on
+ * entry and on return. */
+static void work_unlocked(struct workers_job *j, unsigned (*take)(struct workers_job *))
+{
+    hold(j);
+    pthread_mutex_unlock(&lock);
+    unsigned copied = take(j);
+    pthread_mutex_lock(&lock);
+    let_go(j, copied);
+}
+
 static void *worker_main(void *arg)
 {
     unsigned index = (unsigned)(uintptr_t)arg;
@@ -323,11 +334,7 @@ static void *worker_main(void *arg)
             pthread_cond_wait(resident_ok ? &resident_ready : &work_ready, &lock);
             __atomic_sub_fetch(&sleepers, 1, __ATOMIC_RELAXED);
         }
-        hold(j);
-        pthread_mutex_unlock(&lock);
-        unsigned mine = drain(j);
-        pthread_mutex_lock(&lock);
-        let_go(j, mine);
+        work_unlocked(j, drain);
     }
     return NULL;
 }
@@ -374,11 +381,7 @@ static bool help_locked(void)
     struct workers_job *o = job_to_join(true);
     if (!o)
         return false;
-    hold(o);
-    pthread_mutex_unlock(&lock);
-    unsigned copied = take_one(o);
-    pthread_mutex_lock(&lock);
-    let_go(o, copied);
+    work_unlocked(o, take_one);
     return true;
 }
 
