@@ -43,6 +43,8 @@
       "threads that memcpy into and out of the pool, the calling thread included; 0 = min(cores the process may run on, by its CPU affinity, 32)") \
     X(COUNT, stage_h2d_threads, "0", "",                                                       \
       "of those, how many share the copies into the pool (H2D), the calling thread included; 0 = min(those cores, 16) (fresh 64 MiB PyTorch tensors .to(\"cuda\"): on a 16-core H100 host 3.58 ms with 16 threads, 3.71 with 8, 1.83 and 2.09 with OMP_WAIT_POLICY=passive; on a 32-core H200 host 3.0 with 16, 2.97 with 8, 4.85 with 32)") \
+    X(COUNT, stage_slice_us, "0", "",                                                          \
+      "the scheduler slice, in microseconds, each of those threads asks Linux for (sched_setattr's sched_runtime; kernels from 6.12 use it, clamped to 100-100000; 0 = the kernel's own): a shorter one lets a staging thread that wakes take its core from a thread in the middle of a long one, such as PyTorch's OpenMP threads spinning after a parallel region (a fresh 64 MiB tensor .to(\"cuda\") on a 16-core H200 host, 4 rounds: 2.69 ms with 100 against 4.25 with 0; not yet measured enough to be the default)") \
     X(SIZE, pool_max_bytes, "0", "",                                                           \
       "cap on pinned pool memory; at the cap staging waits for the oldest chunk; 0 = 1/16 of RAM, at most 1G") \
     X(SIZE, pool_slab_bytes, "64M", "",                                                        \

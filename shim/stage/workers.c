@@ -9,10 +9,12 @@
 #define _GNU_SOURCE
 #include "workers.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -321,10 +323,41 @@ static void work_unlocked(struct workers_job *j, unsigned (*take)(struct workers
     let_go(j, copied);
 }
 
+/* sched_setattr's argument, as the kernel defines it (its first version: 48 bytes); glibc before
+ * 2.41 declares neither the call nor the structure. */
+struct sched_attr_v0 {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+/* The calling worker asks for the scheduler slice of stage_slice_us, keeping its nice value; only
+ * under the ordinary policy (a program run under SCHED_BATCH, SCHED_IDLE or a real-time policy
+ * keeps its choice for our threads too). Refused: one warning, the kernel's slice. */
+static void ask_for_slice(void)
+{
+    uint64_t us = pinshim_policy.stage_slice_us;
+    if (!us || sched_getscheduler(0) != SCHED_OTHER)
+        return;
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    struct sched_attr_v0 attr = {.size = sizeof attr, .sched_policy = SCHED_OTHER,
+                                 .sched_nice = errno ? 0 : nice, .sched_runtime = us * 1000};
+    if (syscall(SYS_sched_setattr, 0, &attr, 0) == 0)
+        return;
+    static bool warned;
+    if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+        pinshim_warn("warning: stage_slice_us: the kernel refused a slice of %llu us for the staging threads (%s); "
+                     "they keep its own", (unsigned long long)us, strerror(errno));
+}
+
 static void *worker_main(void *arg)
 {
     unsigned index = (unsigned)(uintptr_t)arg;
     pinshim_enter(); /* a worker never makes a copy the shim should count */
+    ask_for_slice();
     pthread_mutex_lock(&lock);
     for (;;) {
         struct workers_job *j;

@@ -1,7 +1,8 @@
 /* workers.h: a persistent pool of threads that memcpy large buffers in parallel, for staging.
  * The calling thread always takes part in its own copy, so a copy completes even when every worker
  * is busy with other program threads' copies (no deadlock, FIFO fairness between callers).
- * Threads start on first use; the count is the stage_threads key (calling thread included); a copy
+ * Threads start on first use, each asking for the scheduler slice of the stage_slice_us key (if
+ * set); the count is the stage_threads key (calling thread included); a copy
  * into a pool chunk (WORKERS_DST_RESIDENT) is shared by at most stage_h2d_threads of them, all such
  * copies together.
  * Contract: workers_memcpy() and workers_finish() are thread-safe and return when all bytes are copied. They never call

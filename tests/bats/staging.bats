@@ -79,6 +79,20 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [ "${lines[7]}" = "workers: pipelines of 3 copies with 16 threads, every one ended (1000 or more rounds)" ]
 }
 
+@test "stage_slice_us: the staging threads ask the kernel for that slice; the program's threads keep theirs; not asked by default nor under the program's SCHED_BATCH" {
+    slices() { env LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" PINSHIM_SUMMARY=none PINSHIM_STAGE_THREADS=4 \
+        SLICES_NS=100000 "$@" "$T/staging" slices | tail -n 1; }
+    out=$(slices PINSHIM_STAGE_SLICE_US=100)
+    echo "$out"
+    [ "$out" != "slices: /proc gives no se.slice" ] || skip "this kernel shows no scheduler slice in /proc"
+    [ "$out" = "slices: 3 threads at 100000 ns, this thread not" ]
+    out=$(slices)
+    [ "$out" = "slices: 0 threads at 100000 ns, this thread not" ]
+    out=$(slices PINSHIM_STAGE_SLICE_US=100 chrt -b 0)
+    echo "$out"
+    [ "$out" = "slices: 0 threads at 100000 ns, this thread not" ]
+}
+
 @test "stage_stores = normal and = streaming: staged bytes identical at every size boundary" {
     for stores in normal streaming; do
         staged sizes $SMALL_POLICY PINSHIM_STAGE_STORES=$stores

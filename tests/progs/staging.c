@@ -18,9 +18,13 @@
  *                      (stderr: whether the pool got ready)
  *   staging d2h_run  - one thread's D2H copies of 4 chunks each (PINSHIM_STAGE_CHUNK_BYTES), one
  *                      after another, each into a buffer just allocated
+ *   staging slices   - staged copies, then how many threads run with a scheduler slice of
+ *                      SLICES_NS (the staging threads under stage_slice_us) and whether this one does
  * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -521,10 +525,49 @@ static int scenario_reset(void)
     return 0;
 }
 
+/* The scheduler slice (ns) /proc gives for one of this process's threads, or -1. */
+static long long thread_slice_ns(const char *tid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/self/task/%s/sched", tid);
+    FILE *f = fopen(path, "r");
+    long long ns = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "se.slice", 8))
+            ns = atoll(strchr(line, ':') + 1);
+    if (f)
+        fclose(f);
+    return ns;
+}
+
+/* Staged copies once the pool has memory (so the staging threads exist), then how many of this
+ * process's threads run with a scheduler slice of SLICES_NS, and whether this thread does. */
+static int scenario_slices(void)
+{
+    long long want = atoll(getenv("SLICES_NS") ? getenv("SLICES_NS") : "0");
+    for (int i = 0; shim_pool_bytes() == 0 && i < 500; i++)
+        usleep(10000);
+    round_trip(8u << 20, 0, NULL, 83);
+    char self[32];
+    snprintf(self, sizeof self, "%ld", (long)syscall(SYS_gettid));
+    if (thread_slice_ns(self) < 0) {
+        printf("slices: /proc gives no se.slice\n");
+        return 0;
+    }
+    DIR *tasks = opendir("/proc/self/task");
+    int at = 0;
+    for (struct dirent *e; tasks && (e = readdir(tasks));)
+        at += e->d_name[0] != '.' && thread_slice_ns(e->d_name) == want;
+    if (tasks)
+        closedir(tasks);
+    printf("slices: %d threads at %lld ns, this thread %s\n", at, want, thread_slice_ns(self) == want ? "too" : "not");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|freshdst_advised|freshdst_nohuge|prewarm|share|reset\n");
+        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|freshdst_advised|freshdst_nohuge|prewarm|share|reset|d2h_run|slices\n");
         return 2;
     }
     setup();
@@ -545,6 +588,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "share")) return scenario_share();
     if (!strcmp(argv[1], "reset")) return scenario_reset();
     if (!strcmp(argv[1], "d2h_run")) return scenario_d2h_run();
+    if (!strcmp(argv[1], "slices")) return scenario_slices();
     fprintf(stderr, "unknown scenario %s\n", argv[1]);
     return 2;
 }
