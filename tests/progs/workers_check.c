@@ -347,10 +347,12 @@ int main(void)
         }
     printf("workers: populate faulted in %zu pages, no more\n", pop_bytes / page);
 
-    /* Pipelines of short copies into resident memory, 16 threads, pauses after unlocking: the owner
-     * waiting for its oldest copy helps with its next ones, and may find the part it went for taken
-     * by a worker meanwhile; it must not then wait for a wake-up already given (a staged fresh
-     * tensor .to("cuda") hung in 3 of 6 processes on an H200 that way). A hang ends in the alarm. */
+    /* Pipelines of short copies, 16 threads, pauses after unlocking: the owner waiting for its
+     * oldest copy helps with its next ones, and may find the part it went for taken by a worker
+     * meanwhile; it must not then wait for a wake-up already given (a staged fresh tensor
+     * .to("cuda") hung in 3 of 6 processes on an H200 that way). Rounds alternate between copies
+     * into resident memory (as H2D staging makes) and into huge pages (as a D2H's copy-out does:
+     * whole blocks, units taken by idle threads). A hang ends in the alarm. */
     pinshim_policy.stage_threads = 16;
     pinshim_policy.stage_h2d_threads = 16;
     pinshim_policy.stage_stores = STAGE_STORES_NORMAL;
@@ -362,20 +364,27 @@ int main(void)
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     do {
+        /* odd rounds: copies into huge pages, three blocks each (whole-block parts, units stolen) */
+        bool huge = rounds % 2;
+        size_t n = huge ? 4 * MiB : MiB, stride = huge ? 6 * MiB : MiB;
+        unsigned char *at = huge ? base + 4096 : base + 24 * MiB;
         struct workers_job jobs[3];
         for (int q = 0; q < 3; q++)
-            workers_start(&jobs[q], base + (size_t)q * MiB, src + (size_t)q * MiB, MiB, WORKERS_DST_RESIDENT);
+            workers_start(&jobs[q], at + q * stride, src + q * n, n,
+                          huge ? WORKERS_DST_MAY_FAULT_HUGE : WORKERS_DST_RESIDENT);
         for (int q = 0; q < 3; q++)
             workers_finish(&jobs[q]);
         rounds++;
         clock_gettime(CLOCK_MONOTONIC, &now);
-    } while (now.tv_sec - t0.tv_sec < PIPELINE_SECONDS / 10);
+    } while (now.tv_sec - t0.tv_sec < PIPELINE_SECONDS / 10 || rounds < 2);
     alarm(0);
     __atomic_store_n(&jitter, false, __ATOMIC_RELAXED);
-    if (memcmp(base, src, 3 * MiB) != 0) {
-        printf("workers: a pipelined copy differs from memcpy\n");
-        return 1;
-    }
+    for (int q = 0; q < 3; q++)
+        if (memcmp(base + 4096 + (size_t)q * 6 * MiB, src + (size_t)q * 4 * MiB, 4 * MiB) != 0 ||
+            memcmp(base + 24 * MiB + (size_t)q * MiB, src + (size_t)q * MiB, MiB) != 0) {
+            printf("workers: a pipelined copy differs from memcpy\n");
+            return 1;
+        }
     printf("workers: pipelines of 3 copies with 16 threads, every one ended (%s rounds)\n",
            rounds >= 1000 ? "1000 or more" : "fewer than 1000");
     return 0;
