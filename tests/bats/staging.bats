@@ -88,7 +88,7 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [ "$out" = "slices: 3 threads at 100000 ns, this thread not" ]
     out=$(slices)
     [ "$out" = "slices: 0 threads at 100000 ns, this thread not" ]
-    out=$(slices PINSHIM_STAGE_SLICE_US=100 chrt -b 0)
+    out=$(slices PINSHIM_STAGE_SLICE_US=100 SLICES_BATCH=1)
     echo "$out"
     [ "$out" = "slices: 0 threads at 100000 ns, this thread not" ]
 }

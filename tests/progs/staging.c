@@ -19,11 +19,14 @@
  *   staging d2h_run  - one thread's D2H copies of 4 chunks each (PINSHIM_STAGE_CHUNK_BYTES), one
  *                      after another, each into a buffer just allocated
  *   staging slices   - staged copies, then how many threads run with a scheduler slice of
- *                      SLICES_NS (the staging threads under stage_slice_us) and whether this one does
+ *                      SLICES_NS (the staging threads under stage_slice_us) and whether this one does;
+ *                      (with SLICES_BATCH set, the process runs under SCHED_BATCH from its start)
  * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
+#define _GNU_SOURCE /* SCHED_BATCH */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -570,6 +573,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|freshdst_advised|freshdst_nohuge|prewarm|share|reset|d2h_run|slices\n");
         return 2;
     }
+    struct sched_param batch = {0};
+    if (getenv("SLICES_BATCH") && sched_setscheduler(0, SCHED_BATCH, &batch) != 0) /* before the shim's threads */
+        return 2;
     setup();
     if (!strcmp(argv[1], "sizes")) return scenario_sizes();
     if (!strcmp(argv[1], "order")) return scenario_order();
