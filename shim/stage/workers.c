@@ -248,15 +248,21 @@ static bool has_untaken(struct workers_job *j)
     return false;
 }
 
+/* One part of j to claim, else one unit to take; returns the units copied (0: none was left; a
+ * claimed part gives at least its first unit, which no other thread takes). */
+static unsigned take_one(struct workers_job *j)
+{
+    unsigned index = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+    return index < j->parts ? work_part(j, index) : steal_unit(j);
+}
+
 /* Claims and copies parts until none is left, then takes units of others' parts; returns the
  * units this thread copied. */
 static unsigned drain(struct workers_job *j)
 {
     unsigned mine = 0;
-    for (unsigned index; (index = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->parts;)
-        mine += work_part(j, index);
-    while (steal_unit(j))
-        mine++;
+    for (unsigned copied; (copied = take_one(j)) > 0;)
+        mine += copied;
     return mine;
 }
 
@@ -301,7 +307,8 @@ static struct workers_job *job_to_join(bool resident_ok)
 }
 
 /* A thread other than j's owner (a worker, or another job's owner helping while it waits) takes
- * hold of j, or lets go of it having copied `copied` parts. Lock held. */
+ * hold of j, or lets go of it having copied `copied` of its units (parts, where it has no
+ * stealing). Lock held. */
 static void hold(struct workers_job *j) { j->holders++; }
 
 static void let_go(struct workers_job *j, unsigned copied)
@@ -341,6 +348,8 @@ static void ask_for_slice(void)
     uint64_t us = pinshim_policy.stage_slice_us;
     if (!us || sched_getscheduler(0) != SCHED_OTHER)
         return;
+    if (us > 100000)
+        us = 100000; /* the kernel's own bound, before the multiplication below could wrap */
     errno = 0;
     int nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
     struct sched_attr_v0 attr = {.size = sizeof attr, .sched_policy = SCHED_OTHER,
@@ -394,13 +403,6 @@ static void start_workers(void)
         }
         started++;
     }
-}
-
-/* One part of j to claim, else one unit to take; returns the units copied (0: none was left). */
-static unsigned take_one(struct workers_job *j)
-{
-    unsigned index = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
-    return index < j->parts ? work_part(j, index) : steal_unit(j);
 }
 
 /* Tries to copy one part or one unit of the job a worker would join (job_to_join), this caller's
