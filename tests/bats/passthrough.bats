@@ -89,6 +89,26 @@ load common
     grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"
 }
 
+@test "observe_ab (the C loop measured inside one process): groups and medians under the shim, nothing without it or with the guard" {
+    gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"${CUDA_HOME:-/usr/local/cuda}/include" \
+        "$ROOT/tests/bench/observe_ab.c" -o "$WORK/observe_ab" -ldl
+    run_app plain noshim "$WORK/observe_ab" 3 50
+    [ "$(cat "$WORK/plain.rc")" = 0 ]
+    grep -q 'pinshim_bench_observe not found .*nothing measured' "$WORK/plain.out"
+    PINSHIM_SUMMARY=json run_app shim shim "$WORK/observe_ab" 3 50
+    show shim
+    [ "$(cat "$WORK/shim.rc")" = 0 ]
+    [ "$(grep -cE '^ +[0-2] +[0-9]+ +[0-9]+ +[+-][0-9]+$' "$WORK/shim.out")" = 3 ]
+    grep -qE '^median: observe [0-9]+ ns, forward [0-9]+ ns, observe - forward [+-][0-9]+ ns per iteration .*3 groups of 4 x 50 iterations$' "$WORK/shim.out"
+    # only the observing blocks were counted: warm-up 50 + 3 groups x 2 x 50 (and the one H2D)
+    grep -q '"dir":"d2h","host_kind":"pinned","bucket_min":0,"count":350,' "$WORK/shim.err"
+    PINSHIM_GUARD=warn PINSHIM_SUMMARY=none run_app shim shim "$WORK/observe_ab" 3 50
+    grep -q 'refused to switch.*nothing measured' "$WORK/shim.out"
+    run_app shim shim "$WORK/observe_ab" 3 zero
+    [ "$(cat "$WORK/shim.rc")" = 2 ]
+    grep -q "argument 2 is 'zero': expected a whole number" "$WORK/shim.err"
+}
+
 @test "the library links neither libcuda nor libcudart and exports only its interface" {
     run readelf -d "$SHIM"
     [ "$status" = 0 ]
