@@ -47,8 +47,8 @@
       "the scheduler slice, in microseconds, each of those threads asks Linux for (sched_setattr's sched_runtime; kernels from 6.12 use it, clamped to 100-100000; 0 = the kernel's own): a shorter one lets a staging thread that wakes take its core from a thread in the middle of a long one, such as PyTorch's OpenMP threads spinning after a parallel region (a fresh 64 MiB tensor .to(\"cuda\") on a 16-core H200 host, 4 rounds: 2.69 ms with 100 against 4.25 with 0; not yet measured enough to be the default)") \
     X(SIZE, pool_max_bytes, "0", "",                                                           \
       "cap on pinned pool memory; at the cap staging waits for the oldest chunk; 0 = 1/16 of RAM, at most 1G") \
-    X(SIZE, pool_slab_bytes, "64M", "",                                                        \
-      "pinned memory is allocated in slabs of this size, cut into chunks and reused (with pool_pin=alloc, never under 2 MiB: the driver shares smaller pinned allocations with the program's, changing their flags)") \
+    X(SIZE, pool_slab_bytes, "128M", "",                                                       \
+      "pinned memory is allocated in slabs of this size, cut into chunks and reused (with pool_pin=alloc, never under 2 MiB: the driver shares smaller pinned allocations with the program's, changing their flags). 128M holds one thread's deepest pipeline (a D2H's 6 chunks and the one kept free), so a process's first large copy does not grow the pool while it runs (its first 64 MiB fresh PyTorch tensor .to(\"cuda\") on an H100: 5.0-5.4 ms against 7.1-8.5 with 64M; its first .to(\"cpu\") 8.3 against 10.6); each process holds that much pinned memory from its first context on") \
     X(ENUM, pool_pin, "register", "register|alloc",                                            \
       "how a slab is pinned: register = the shim maps it and faults it in itself, then cuMemHostRegister (the driver is held for a small part of the time, and other threads' copies wait while it is); alloc = cuMemHostAlloc") \
     X(BOOL, pool_grow_inline, "off", "",                                                       \
