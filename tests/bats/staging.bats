@@ -283,6 +283,21 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field 'why["pool being allocated"]["count"]')" -ge 1 ]
 }
 
+@test "the default slab holds one thread's deepest pipelines: a first 96 MiB round trip grows no second slab; with 64M slabs it does" {
+    # H2D: 4 pieces in flight, D2H: 6 chunks, and one chunk kept free for other copies: 7 of the
+    # 8 chunks of a 128M slab; with 64M slabs (4 chunks) the copy's refusal grows the pool while it runs
+    staged prewarm PREWARM_NO_SMALL_COPY=1 PREWARM_BYTES=96M PINSHIM_POOL_GROW_INLINE=off PINSHIM_LINK_PROBE=off
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'pool ready before the large copy: yes' "$WORK/shim.err"
+    [ "$(staging_field 'st["staged_copies"]')" = 2 ]
+    [ "$(staging_field 'st["pool_slabs"]')" = 1 ]
+    [ "$(staging_field 'st["pool_high_water_bytes"] >= 6 * 16 * 2**20')" = True ]
+    staged prewarm PREWARM_NO_SMALL_COPY=1 PREWARM_BYTES=96M PINSHIM_POOL_GROW_INLINE=off PINSHIM_LINK_PROBE=off \
+        PINSHIM_POOL_SLAB_BYTES=64M
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["pool_slabs"]')" = 2 ]
+}
+
 @test "pool_prewarm copy: a small pageable copy starts the pool, so the first large copy is staged; off: it passes through" {
     staged prewarm PINSHIM_POOL_GROW_INLINE=off PINSHIM_POOL_PREWARM=copy
     diff "$WORK/plain.out" "$WORK/shim.out"

@@ -14,8 +14,9 @@
  *   staging freshdst_advised | freshdst_nohuge - the program advises MADV_HUGEPAGE | MADV_NOHUGEPAGE
  *                             for the buffer before the copy
  *   staging prewarm  - a small pageable copy (none with PREWARM_NO_SMALL_COPY set), a wait (up to 5 s,
- *                      under the shim only) for the pool to have memory, then a 32 MiB round trip
- *                      (stderr: whether the pool got ready)
+ *                      under the shim only) for the pool to have memory, then a round trip of
+ *                      PREWARM_BYTES (default 32 MiB), the H2D synchronized before the D2H (stderr:
+ *                      whether the pool got ready)
  *   staging d2h_run  - one thread's D2H copies of 4 chunks each (PINSHIM_STAGE_CHUNK_BYTES), one
  *                      after another, each into a buffer just allocated
  *   staging slices   - staged copies, then how many threads run with a scheduler slice of
@@ -466,8 +467,12 @@ static long long shim_pool_bytes(void)
 
 static int scenario_prewarm(void)
 {
-    const size_t small = 4096, n = 32u << 20;
+    const size_t small = 4096, n = env_size("PREWARM_BYTES", 32u << 20);
     unsigned char *src = malloc(n), *dst = malloc(n);
+    if (!src || !dst) {
+        fprintf(stderr, "prewarm: cannot allocate 2 x %zu bytes\n", n);
+        return 1;
+    }
     CUdeviceptr dev;
     CHECK(d.mem_alloc(&dev, n));
     test_fill(src, n, 91);
@@ -480,6 +485,7 @@ static int scenario_prewarm(void)
     }
     fprintf(stderr, "pool ready before the large copy: %s\n", pool > 0 ? "yes" : pool == 0 ? "no" : "no shim");
     CHECK(d.htod(dev, src, n));
+    CHECK(d.stream_sync(NULL)); /* the H2D's DMAs done: its chunks are free for the D2H */
     CHECK(d.dtoh(dst, dev, n));
     expect_same("prewarm round trip", n, src, dst);
     printf("prewarm: %zu bytes, hash %016llx\n", n, (unsigned long long)test_hash(dst, n));
