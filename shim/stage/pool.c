@@ -568,7 +568,10 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
         /* nothing to take, or only the last free chunk, which stays for another copy: this copy
          * wants more than the pool has, so grow it (in the background unless pool_grow_inline)
          * while we may. (Without growing on the last free chunk, one thread's copies, whose
-         * chunks all come back idle, never found the pool empty: a D2H pipeline ran on one chunk.) */
+         * chunks all come back idle, never found the pool empty: a D2H pipeline ran on one chunk.)
+         * A growth slows the copies running meanwhile (the workers fault the slab in, the driver
+         * holds other calls while it registers it): the default slab holds one thread's deepest
+         * pipeline, so a single thread's first large copy does not grow the pool (keys.h). */
         if (grow_if_possible(&dev) == GROWTH_DONE)
             continue;
         if (c && more)
