@@ -490,6 +490,8 @@ static int scenario_prewarm(void)
     expect_same("prewarm round trip", n, src, dst);
     printf("prewarm: %zu bytes, hash %016llx\n", n, (unsigned long long)test_hash(dst, n));
     CHECK(d.mem_free(dev));
+    free(src);
+    free(dst);
     return 0;
 }
 
