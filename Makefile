@@ -84,9 +84,10 @@ $(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST
 $(BUILD)/tests/stream_copy_check: shim/stage/stream_copy.c shim/stage/stream_copy.h
 # openmp_stage runs an OpenMP parallel region (libgomp loaded) before its copies.
 $(BUILD)/tests/openmp_stage: PROG_CFLAGS += -fopenmp
-# workers_check likewise compiles shim/stage/workers.c and stream_copy.c in.
+# workers_check likewise compiles shim/stage/workers.c, omp_team.c and stream_copy.c in, with OpenMP.
 $(BUILD)/tests/workers_check: shim/stage/workers.c shim/stage/workers.h shim/stage/stream_copy.c
-$(BUILD)/tests/workers_check: PROG_CFLAGS += -Ishim -Ipolicy
+$(BUILD)/tests/workers_check: shim/stage/omp_team.c shim/stage/omp_team.h
+$(BUILD)/tests/workers_check: PROG_CFLAGS += -Ishim -Ipolicy -fopenmp
 
 # The differential fuzzer (tests/fuzz): one program from several files; it finds the driver at run
 # time, so the same binary runs on the fake and on a real driver.

@@ -359,11 +359,13 @@ static size_t compute(struct item *items, size_t max)
     const char *runtime = __atomic_load_n(&openmp_runtime, __ATOMIC_ACQUIRE);
     if (n < max && runtime && did.count[ACTION_STAGED]) {
         snprintf(items[n].message, sizeof items[n].message,
-                 "the shim staged pageable H2D copies with CPU threads while %s (OpenMP) is loaded and "
-                 "OMP_WAIT_POLICY is not passive: after each parallel region its threads spin on the cores "
-                 "for a while, and a copy of data just computed shares the cores with them; where the "
-                 "program's own OpenMP work allows it, set OMP_WAIT_POLICY=passive (a fresh 64 MiB PyTorch "
-                 "tensor's .to(\"cuda\") took 1.8-2.1 ms with it against 2.5-3.9 ms on an H200 host)",
+                 "the shim staged pageable H2D copies with its own CPU threads while %s (OpenMP) is loaded "
+                 "and OMP_WAIT_POLICY is not passive: after each parallel region its threads spin on the "
+                 "cores for a while, and a copy of data just computed shares the cores with them. Copies "
+                 "made on the main thread borrow those threads instead (stage_openmp); these were made on "
+                 "another thread or with stage_openmp = off. Where the program's own OpenMP work allows "
+                 "it, set OMP_WAIT_POLICY=passive (a fresh 64 MiB PyTorch tensor's .to(\"cuda\") took "
+                 "1.8-2.1 ms with it against 2.5-3.9 ms on an H200 host)",
                  runtime);
         items[n].rule = "openmp";
         items[n].saving_ns = 0;

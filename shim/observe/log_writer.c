@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "advice.h"
@@ -201,6 +202,7 @@ static bool open_log(void)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "pinshim-log"); /* named, as the shim's other threads */
     log_consumer_lock();
     bool ok = open_log();
     log_consumer_unlock();

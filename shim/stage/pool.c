@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/queue.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -331,6 +332,7 @@ static void probe_with_one_chunk(int dev)
  * default no copy waits for it. Meanwhile copies pass through (first slab) or use what exists. */
 static void *grow_thread(void *arg)
 {
+    prctl(PR_SET_NAME, "pinshim-pool"); /* named: told from the program's threads (omp_team.c) */
     int dev = (int)(intptr_t)arg;
     pinshim_enter(); /* the shim's own driver calls: never counted, never re-wrapped */
     pthread_mutex_lock(&lock);

@@ -7,6 +7,7 @@
 #include "base/driver.h"
 #include "base/real.h"
 #include "hostmem/hugepage.h"
+#include "omp_team.h"
 #include "policy.h"
 #include "pool.h"
 #include "spinners.h"
@@ -168,8 +169,11 @@ static void h2d_release(struct pool_chunk *ch, bool dma_queued, CUstream stream)
 bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream, CUresult *result)
 {
     fn_htod_async dma = (fn_htod_async)driver_real(ENTRY_htod_async);
+    struct omp_probe probe;
+    omp_team_probe_begin(&probe);
     if (!dma || !stage_safe(c, dst, bytes, stream))
         return false;
+    unsigned team = omp_team_probe_end(&probe); /* whether the program's OpenMP team spins */
     size_t chunk = pool_chunk_bytes(), piece = h2d_piece_bytes(bytes, chunk);
     bool one_chunk = bytes <= chunk; /* every piece in `shared`, released once at the end */
     struct pool_chunk *shared = NULL;
@@ -207,7 +211,7 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
             s->ch = ch, s->off = next_off;
             s->staged = (char *)ch->ptr + (one_chunk ? next_off : 0);
             s->n = bytes - next_off < piece ? bytes - next_off : piece;
-            workers_start(&s->job, s->staged, (const char *)src + next_off, s->n, WORKERS_DST_RESIDENT);
+            workers_start(&s->job, s->staged, (const char *)src + next_off, s->n, WORKERS_DST_RESIDENT, team);
             count++;
             next_off += s->n;
         }
@@ -243,7 +247,8 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
         h2d_release(shared, shared_queued, stream);
     if (status == CUDA_SUCCESS) {
         c->action = ACTION_STAGED;
-        spinners_note_once(); /* an OpenMP runtime whose threads may compete with ours: advice */
+        if (omp_team_may_compete(&probe))
+            spinners_note_once(); /* an OpenMP runtime whose threads may compete with ours: advice */
     }
     *result = status;
     return true;
@@ -296,6 +301,8 @@ static size_t d2h_first_piece(void *dst, size_t first, size_t chunk, enum worker
 bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstream stream, CUresult *result)
 {
     fn_dtoh_async dma = (fn_dtoh_async)driver_real(ENTRY_dtoh_async);
+    struct omp_probe probe;
+    omp_team_probe_begin(&probe);
     if (!dma || !stage_safe(c, src, bytes, stream))
         return false;
     size_t chunk = pool_chunk_bytes(), first = pinshim_policy.stage_d2h_first_bytes;
@@ -305,6 +312,7 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
     CUresult status = CUDA_SUCCESS;
     /* fresh destinations: fewer first-touch faults, each a huge page one thread zeroes */
     enum workers_dst dst_kind = hugepage_advise_write(dst, bytes) ? WORKERS_DST_MAY_FAULT_HUGE : WORKERS_DST_MAY_FAULT;
+    unsigned team = omp_team_probe_end(&probe); /* whether the program's OpenMP team spins */
     while (next_off < bytes || count > 0) {
         /* enqueue as many DMAs as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < D2H_WINDOW) {
@@ -354,14 +362,17 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
         if (waited < count) {
             struct d2h_slot *s = &ring[(head + waited) % D2H_WINDOW];
             s->waited = pool_wait(s->ch);
+            unsigned copying = D2H_COPYING;
             if (s->waited == CUDA_SUCCESS && status == CUDA_SUCCESS) {
-                workers_start(&s->job, (char *)dst + s->off, s->ch->ptr, s->n, dst_kind);
+                workers_start(&s->job, (char *)dst + s->off, s->ch->ptr, s->n, dst_kind, team);
                 s->copying = true;
+                if (s->job.team)
+                    copying = 1; /* the program's OpenMP team copies it out now (workers_finish) */
             } else if (status == CUDA_SUCCESS) {
                 status = s->waited;
             }
             waited++;
-            if (waited < D2H_COPYING && waited < count)
+            if (waited < copying && waited < count)
                 continue;
         }
         /* the oldest chunk: its copy-out done, the chunk goes back */

@@ -11,6 +11,7 @@
 #include "observe/stats.h"
 #include "observe/units.h"
 #include "policy.h"
+#include "omp_team.h"
 #include "pool.h"
 
 /* Appends to buf at *n like snprintf; *n at or past len means it did not fit. */
@@ -40,13 +41,14 @@ size_t stage_summary_json(char *buf, size_t len)
            "\"pool_high_water_bytes\":%llu,\"pool_slabs\":%llu,\"pool_pin_ns\":%llu,\"chunk_acquires\":%llu,"
            "\"chunk_reuses\":%llu,\"wait_ns\":%llu,\"chunk_wait_ns\":%llu,"
            "\"hugepage_copies\":%llu,\"hugepage_bytes\":%llu,\"hugepage_program_decides\":%s,"
-           "\"hugepage_program_copies\":%llu,\"unstaged\":[",
+           "\"hugepage_program_copies\":%llu,\"openmp_team_copies\":%llu,\"unstaged\":[",
            (unsigned long long)n, (unsigned long long)bytes, (unsigned long long)ps.pool_bytes,
            (unsigned long long)ps.high_water_bytes, (unsigned long long)ps.slabs, (unsigned long long)ps.pin_ns,
            (unsigned long long)ps.acquires,
            (unsigned long long)ps.chunk_reuses, (unsigned long long)ps.wait_ns, (unsigned long long)ps.chunk_wait_ns,
            (unsigned long long)hp.copies,
-           (unsigned long long)hp.bytes, hp.program_decides ? "true" : "false", (unsigned long long)hp.program_copies);
+           (unsigned long long)hp.bytes, hp.program_decides ? "true" : "false", (unsigned long long)hp.program_copies,
+           (unsigned long long)omp_team_copies());
     bool first = true;
     for (int r = 1; r < UNSTAGED_COUNT; r++) {
         stats_unstaged((enum unstaged_reason)r, &c, &b);
@@ -89,6 +91,9 @@ size_t stage_summary_text(char *buf, size_t len)
     if (hp.program_copies)
         append(buf, len, &at, "==%d== staging: %llu copies into huge pages the program advised, written a 2 MiB block per thread\n",
                pid, (unsigned long long)hp.program_copies);
+    if (omp_team_copies())
+        append(buf, len, &at, "==%d== staging: %llu copies made with the program's spinning OpenMP threads (stage_openmp)\n",
+               pid, (unsigned long long)omp_team_copies());
     for (int r = 1; r < UNSTAGED_COUNT; r++) {
         stats_unstaged((enum unstaged_reason)r, &c, &b);
         if (c)

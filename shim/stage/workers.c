@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <stdbool.h>
@@ -23,6 +24,7 @@
 
 #include "base/common.h"
 #include "hostmem/hugepage.h"
+#include "omp_team.h"
 #include "policy.h"
 #include "stream_copy.h"
 
@@ -199,7 +201,7 @@ static unsigned work_part(struct workers_job *j, unsigned index)
     }
     unsigned n = part_units(j, index), mine = 0;
     for (unsigned unit; (unit = __atomic_fetch_add(&j->unit_next[index], 1, __ATOMIC_RELAXED)) < n; mine++) {
-        if (unit == 1 && n > 2)
+        if (unit == 1 && n > 2 && !j->team) /* a team's threads are all at work already */
             announce_stealable();
         copy_unit(j, index, unit);
     }
@@ -364,6 +366,7 @@ static void ask_for_slice(void)
 
 static void *worker_main(void *arg)
 {
+    prctl(PR_SET_NAME, "pinshim-stage"); /* named: told from the program's threads (omp_team.c) */
     unsigned index = (unsigned)(uintptr_t)arg;
     pinshim_enter(); /* a worker never makes a copy the shim should count */
     ask_for_slice();
@@ -420,7 +423,19 @@ static bool help_locked(void)
     return true;
 }
 
-void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind)
+/* A thread of the program's OpenMP team (the owner among them) copying parts of j, as a worker. */
+static void team_member(void *arg)
+{
+    struct workers_job *j = arg;
+    pinshim_enter();
+    pthread_mutex_lock(&lock);
+    work_unlocked(j, drain);
+    pthread_mutex_unlock(&lock);
+    pinshim_leave();
+}
+
+void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind,
+                   unsigned team)
 {
     unsigned threads = dst_kind == WORKERS_DST_RESIDENT ? resident_parallelism() : workers_parallelism();
     /* the 2 MiB blocks [dst, dst + bytes) touches, whole or in part */
@@ -454,6 +469,7 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
         j->units += part_units(j, p);
     }
     pthread_cond_init(&j->finished, NULL);
+    j->team = team;
 
     pthread_mutex_lock(&lock);
     start_workers();
@@ -463,9 +479,12 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
         queue_head = j;
     queue_tail = j;
     if (j->resident) { /* only the workers that copy into pool chunks, as many as may take part */
-        for (unsigned n = j->parts - 1 < threads - 1 ? j->parts - 1 : threads - 1; n > 0; n--)
+        unsigned wake = j->parts - 1 < threads - 1 ? j->parts - 1 : threads - 1;
+        if (j->team) /* the team's threads besides the owner stand for as many workers */
+            wake = wake > j->team - 1 ? wake - (j->team - 1) : 0;
+        for (; wake > 0; wake--)
             pthread_cond_signal(&resident_ready);
-    } else {
+    } else if (j->team < workers_parallelism()) { /* a team as large as the workers: none woken */
         pthread_cond_broadcast(&work_ready);
         pthread_cond_broadcast(&resident_ready);
     }
@@ -478,7 +497,11 @@ void workers_finish(struct workers_job *j)
         copy_bytes(j, j->dst, j->src, j->bytes);
         return;
     }
-    unsigned mine = drain(j);
+    unsigned mine = 0;
+    if (j->team)
+        omp_team_run(team_member, j);
+    else
+        mine = drain(j);
 
     pthread_mutex_lock(&lock);
     j->done += mine;
@@ -496,7 +519,7 @@ void workers_finish(struct workers_job *j)
 void workers_memcpy(void *dst, const void *src, size_t bytes, enum workers_dst dst_kind)
 {
     struct workers_job j;
-    workers_start(&j, dst, src, bytes, dst_kind);
+    workers_start(&j, dst, src, bytes, dst_kind, 0);
     workers_finish(&j);
 }
 

@@ -64,11 +64,11 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [[ "$output" == "stream_copy: "*" cases identical" ]]
 }
 
-@test "workers: parallel copies equal memcpy for 1-16 threads, parts tile the copy, fault-prone ones at 2 MiB boundaries; stage_h2d_threads caps copies into the pool; units of begun huge-page blocks taken by idle threads; thread counts resolved once, from the CPU affinity; populate faults in its range; an owner helping its pipeline never misses its wake-up" {
+@test "workers: parallel copies equal memcpy for 1-16 threads and with an OpenMP team, parts tile the copy, fault-prone ones at 2 MiB boundaries; stage_h2d_threads caps copies into the pool; units of begun huge-page blocks taken by idle threads; thread counts resolved once, from the CPU affinity; populate faults in its range; an owner helping its pipeline never misses its wake-up" {
     run "$T/workers_check"
     echo "$output"
     [ "$status" = 0 ]
-    [[ "${lines[0]}" == "workers: "*" cases identical" ]]
+    [[ "${lines[0]}" == "workers: "*" cases identical (the last "*" with an OpenMP team of "* ]]
     [ "${lines[1]}" = "workers: at most 3 of 8 threads at once into resident memory with stage_h2d_threads = 3" ]
     [[ "${lines[3]}" == "workers: stealing: "*" of 8 blocks copied by more than one thread, each after its first unit" ]]
     [ "${lines[4]}" = "workers: thread counts resolved once for 60 copies" ]
@@ -149,20 +149,44 @@ print(sum(r["count"] for r in s["transfers"] if r["dir"] == "d2h" and r["action"
     [ "$d2h" -ge 8 ]
 }
 
-@test "staged H2D in a process with OpenMP (libgomp) loaded: advice to set OMP_WAIT_POLICY=passive, unless it is" {
+@test "stage_openmp: copies on the main thread borrow the program's OpenMP team while it spins; the advice where they cannot" {
+    # openmp_stage: a parallel region computes 32 MiB, then an H2D and a D2H of it (exit 1 if the
+    # bytes differ). The count of copies that borrowed the team, and the text summary's advice.
     run_openmp() {
-        env "$@" PINSHIM_POOL_GROW_INLINE=on LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" "$T/openmp_stage" \
+        env "$@" PINSHIM_POOL_GROW_INLINE=on LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" "$T/openmp_stage" $OMP_ARG \
             >"$WORK/omp.out" 2>"$WORK/omp.err"
         cat "$WORK/omp.err"
         grep -q '^openmp_stage: hash ' "$WORK/omp.out"
+        team=$(sed -n 's/.* \([0-9]*\) copies made with the program.s spinning OpenMP threads.*/\1/p' "$WORK/omp.err")
+        team=${team:-0}
+        echo "borrowed: $team"
     }
-    run_openmp OMP_WAIT_POLICY=
-    grep -q 'advice: the shim staged pageable H2D copies with CPU threads while libgomp (OpenMP) is loaded' "$WORK/omp.err"
-    run_openmp OMP_WAIT_POLICY=PASSIVE
-    ! grep -q 'OMP_WAIT_POLICY is not passive' "$WORK/omp.err"
-    # nothing staged (below the threshold): no such advice either
-    run_openmp OMP_WAIT_POLICY= PINSHIM_STAGE_MIN_BYTES=64M
-    ! grep -q 'OMP_WAIT_POLICY is not passive' "$WORK/omp.err"
+    advice='advice: the shim staged pageable H2D copies with its own CPU threads while libgomp (OpenMP) is loaded'
+    # spinning for as long as it waits (active): borrowed, so its threads never compete: no advice
+    OMP_ARG= run_openmp OMP_WAIT_POLICY=active
+    [ "$team" -ge 1 ]
+    ! grep -q "$advice" "$WORK/omp.err"
+    # a team asleep at the copies is left asleep: nothing borrowed, nothing to advise (passive:
+    # asleep once its last thread ends its part; by default: once it has spun, milliseconds)
+    OMP_ARG= run_openmp OMP_WAIT_POLICY=passive OPENMP_STAGE_PAUSE_MS=100
+    [ "$team" -eq 0 ]
+    ! grep -q "$advice" "$WORK/omp.err"
+    OMP_ARG= run_openmp OMP_WAIT_POLICY= OPENMP_STAGE_PAUSE_MS=1000
+    [ "$team" -eq 0 ]
+    # the copies made on another thread, or with the key off, use the staging threads: the advice
+    OMP_ARG=thread run_openmp OMP_WAIT_POLICY=active
+    [ "$team" -eq 0 ]
+    grep -q "$advice" "$WORK/omp.err"
+    OMP_ARG= run_openmp OMP_WAIT_POLICY=active PINSHIM_STAGE_OPENMP=off
+    [ "$team" -eq 0 ]
+    grep -q "$advice" "$WORK/omp.err"
+    # one OpenMP thread: no team, nothing spins, no advice
+    OMP_ARG= run_openmp OMP_WAIT_POLICY=active OMP_NUM_THREADS=1
+    [ "$team" -eq 0 ]
+    ! grep -q "$advice" "$WORK/omp.err"
+    # no H2D staged (below the threshold): no such advice either
+    OMP_ARG= run_openmp OMP_WAIT_POLICY= PINSHIM_STAGE_OPENMP=off PINSHIM_STAGE_MIN_BYTES=64M
+    ! grep -q "$advice" "$WORK/omp.err"
 }
 
 @test "a full pool never makes a copy wait for another stream's work" {

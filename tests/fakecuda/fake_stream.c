@@ -244,6 +244,7 @@ static void *worker_main(void *arg)
   fk_stream *s = arg;
   fk_tls_worker = s;
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* microsecond sleeps must stay microseconds */
+  prctl(PR_SET_NAME, "fakecuda-strm");      /* the real driver names its threads too (cuda-EvtHandlr) */
   pthread_mutex_lock(&fk_lock);
   for (;;) {
     while (!s->head && !s->retiring)

@@ -6,8 +6,9 @@
  * jobs are kept started at once, finished oldest first, as stage.c does; a copy into huge pages
  * has units of its blocks taken by other threads only after each block's first; workers_populate
  * faults in exactly its range; pipelines of copies, owners helping their next ones while they wait,
- * all end (a hang fails by alarm). Prints "workers: N cases identical" or the first problem and
- * exits 1. */
+ * all end (a hang fails by alarm); the same copies with the program's OpenMP team (omp_team.h)
+ * taking parts give the same bytes, its threads copying some. Built with -fopenmp. Prints
+ * "workers: N cases identical" or the first problem and exits 1. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 
+#include <omp.h>
 #include <unistd.h>
 
 /* The workers' streaming copy, wrapped to count the threads inside it at once (the cap on threads
@@ -25,9 +27,12 @@
 #include "../../shim/stage/stream_copy.c"
 #undef stream_copy
 static unsigned copying_now, copying_most;
+static unsigned team_copies_seen; /* parts copied by threads of an OpenMP team other than its master */
 void stream_copy(void *dst, const void *src, size_t n);
 void stream_copy(void *dst, const void *src, size_t n)
 {
+    if (omp_get_thread_num() > 0)
+        __atomic_add_fetch(&team_copies_seen, 1, __ATOMIC_RELAXED);
     unsigned now = __atomic_add_fetch(&copying_now, 1, __ATOMIC_RELAXED);
     for (unsigned most = __atomic_load_n(&copying_most, __ATOMIC_RELAXED); now > most;)
         if (__atomic_compare_exchange_n(&copying_most, &most, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -65,6 +70,8 @@ static unsigned seen_count;
 static bool logging;
 static void *logged_memcpy(void *dst, const void *src, size_t n)
 {
+    if (omp_get_thread_num() > 0)
+        __atomic_add_fetch(&team_copies_seen, 1, __ATOMIC_RELAXED);
     if (!__atomic_load_n(&logging, __ATOMIC_ACQUIRE))
         return memcpy(dst, src, n);
     struct copy_seen c = {.dst = dst, .n = n, .thread = pthread_self()};
@@ -100,6 +107,7 @@ static int jittery_unlock(pthread_mutex_t *m)
 #define sched_getaffinity counting_getaffinity
 #define memcpy logged_memcpy
 #include "../../shim/stage/workers.c"
+#include "../../shim/stage/omp_team.c"
 #undef memcpy
 #undef pthread_mutex_unlock
 #undef sysconf
@@ -175,9 +183,18 @@ int main(void)
     static const size_t offsets[] = {GUARD, GUARD + 1, 1 * MiB, 2 * MiB - 64, 2 * MiB};
     static const unsigned thread_counts[] = {1, 2, 3, 16};
     unsigned cases = 0;
-    for (size_t t = 0; t < sizeof thread_counts / sizeof *thread_counts; t++) {
+    /* the last round again with the program's OpenMP team copying (omp_team.h): this program is
+     * built with -fopenmp, so libgomp is loaded and its team takes parts beside the workers */
+    unsigned team = have_runtime() ? (unsigned)omp_get_max_threads() : 0;
+    if (!team) {
+        printf("workers: the OpenMP runtime this program links was not found\n");
+        return 1;
+    }
+    for (size_t t = 0; t <= sizeof thread_counts / sizeof *thread_counts; t++) {
+        bool with_team = t == sizeof thread_counts / sizeof *thread_counts;
+        unsigned threads = thread_counts[with_team ? t - 1 : t];
         /* workers.c resolves its thread count once: reset it per round (no job is queued here) */
-        pinshim_policy.stage_threads = thread_counts[t];
+        pinshim_policy.stage_threads = threads;
         __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
         for (int kind = WORKERS_DST_RESIDENT; kind <= WORKERS_DST_MAY_FAULT_HUGE; kind++)
             for (int streaming = 0; streaming < 2; streaming++) {
@@ -195,21 +212,27 @@ int main(void)
                         struct workers_job jobs[3];
                         size_t third = n / 3, at[4] = {0, third, 2 * third, n};
                         for (int q = 0; q < 3; q++) {
-                            workers_start(&jobs[q], dst + at[q], src + at[q], at[q + 1] - at[q], kind);
+                            workers_start(&jobs[q], dst + at[q], src + at[q], at[q + 1] - at[q], kind,
+                                          with_team ? team : 0);
                             if (check_parts(&jobs[q], kind == WORKERS_DST_MAY_FAULT_HUGE))
                                 return 1;
                         }
                         for (int q = 0; q < 3; q++)
                             workers_finish(&jobs[q]);
                         if (memcmp(dst - GUARD, want, n + 2 * GUARD) != 0) {
-                            printf("workers: differs from memcpy: %u threads, kind %d, streaming %d, dst offset %zu, "
-                                   "%zu bytes\n", thread_counts[t], kind, streaming, off, n);
+                            printf("workers: differs from memcpy: %u threads%s, kind %d, streaming %d, dst offset %zu, "
+                                   "%zu bytes\n", threads, with_team ? " and the OpenMP team" : "", kind, streaming,
+                                   off, n);
                             return 1;
                         }
                     }
             }
     }
-    printf("workers: %u cases identical\n", cases);
+    if (team > 1 && !__atomic_load_n(&team_copies_seen, __ATOMIC_RELAXED)) {
+        printf("workers: the OpenMP team's threads copied no part (team of %u)\n", team);
+        return 1;
+    }
+    printf("workers: %u cases identical (the last %u with an OpenMP team of %u)\n", cases, cases / 5, team);
 
     /* Three 12 MiB copies into resident memory at once, with 8 threads: at most stage_h2d_threads
      * copy at once (the caller included); with 8, more than 3 do. */
@@ -226,7 +249,7 @@ int main(void)
         __atomic_store_n(&copying_most, 0, __ATOMIC_RELAXED);
         struct workers_job jobs[3];
         for (int q = 0; q < 3; q++)
-            workers_start(&jobs[q], base + (size_t)q * 12 * MiB, src, 12 * MiB, WORKERS_DST_RESIDENT);
+            workers_start(&jobs[q], base + (size_t)q * 12 * MiB, src, 12 * MiB, WORKERS_DST_RESIDENT, 0);
         for (int q = 0; q < 3; q++)
             workers_finish(&jobs[q]);
         unsigned most = __atomic_load_n(&copying_most, __ATOMIC_RELAXED);
@@ -290,7 +313,7 @@ int main(void)
     for (int round = 0; round < 20; round++) {
         struct workers_job jobs[3];
         for (int q = 0; q < 3; q++)
-            workers_start(&jobs[q], base + (size_t)q * 12 * MiB, src, 12 * MiB, WORKERS_DST_RESIDENT);
+            workers_start(&jobs[q], base + (size_t)q * 12 * MiB, src, 12 * MiB, WORKERS_DST_RESIDENT, 0);
         for (int q = 0; q < 3; q++)
             workers_finish(&jobs[q]);
     }
@@ -371,7 +394,7 @@ int main(void)
         struct workers_job jobs[3];
         for (int q = 0; q < 3; q++)
             workers_start(&jobs[q], at + q * stride, src + q * n, n,
-                          huge ? WORKERS_DST_MAY_FAULT_HUGE : WORKERS_DST_RESIDENT);
+                          huge ? WORKERS_DST_MAY_FAULT_HUGE : WORKERS_DST_RESIDENT, 0);
         for (int q = 0; q < 3; q++)
             workers_finish(&jobs[q]);
         rounds++;
