@@ -74,11 +74,20 @@ static int look_at(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* While no runtime is found, at most one look this often (a program without OpenMP stages copies
+ * of 64 KiB and up; a look takes the loader's lock). */
+#define RUNTIME_LOOK_NS 100000000u
+
 /* Finds the loaded runtime's entry points (never loads one: RTLD_NOLOAD). */
 static bool have_runtime(void)
 {
+    static uint64_t next_look_ns; /* relaxed atomic */
     if (__atomic_load_n(&gomp_parallel, __ATOMIC_ACQUIRE))
         return true;
+    uint64_t now = pinshim_now_ns();
+    if (now < __atomic_load_n(&next_look_ns, __ATOMIC_RELAXED))
+        return false;
+    __atomic_store_n(&next_look_ns, now + RUNTIME_LOOK_NS, __ATOMIC_RELAXED);
     static struct look l; /* under look_lock: PATH_MAX paths are too large for a stack we do not own */
     pthread_mutex_lock(&look_lock);
     memset(&l, 0, sizeof l);
