@@ -4,7 +4,8 @@
 # otherwise it names them and the apt-get line, and fails (status 1).
 #   build: gcc (the C compiler, CC), make, libc6-dev (C headers), uthash-dev (uthash.h)
 #   test:  build's, plus bats (the test runner), python3 (scripts and helpers), binutils (readelf;
-#          addr2line, which pinshim-report uses to name call sites);
+#          addr2line, which pinshim-report uses to name call sites), clang and libomp-dev (a test
+#          program built against LLVM's OpenMP runtime, for stage_openmp; checked by compiling one);
 #          chromium is optional (the HTML report's browser test is skipped without it): installed
 #          as root when possible, never a failure.
 # The CUDA headers (cuda.h under CUDA_HOME, default /usr/local/cuda) are not a Debian main package:
@@ -45,6 +46,11 @@ find_missing() {
         command -v bats >/dev/null 2>&1 || missing="$missing bats"
         command -v python3 >/dev/null 2>&1 || missing="$missing python3"
         { command -v readelf && command -v addr2line; } >/dev/null 2>&1 || missing="$missing binutils"
+        if ! command -v clang >/dev/null 2>&1; then
+            missing="$missing clang libomp-dev"
+        elif ! printf 'int main(void) { return 0; }\n' | clang -fopenmp -x c - -o /dev/null >/dev/null 2>&1; then
+            missing="$missing libomp-dev"
+        fi
     fi
     return 0
 }
