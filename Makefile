@@ -82,8 +82,13 @@ $(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST
 
 # stream_copy_check compiles shim/stage/stream_copy.c in (a unit test of that one file).
 $(BUILD)/tests/stream_copy_check: shim/stage/stream_copy.c shim/stage/stream_copy.h
-# openmp_stage runs an OpenMP parallel region (libgomp loaded) before its copies.
+# openmp_stage runs an OpenMP parallel region (libgomp loaded) before its copies; openmp_stage_llvm
+# is the same program built with clang against LLVM's OpenMP runtime (libomp).
 $(BUILD)/tests/openmp_stage: PROG_CFLAGS += -fopenmp
+OMP_LLVM_PROG := $(BUILD)/tests/openmp_stage_llvm
+$(OMP_LLVM_PROG): tests/progs/openmp_stage.c $(wildcard tests/progs/*.h)
+	@mkdir -p $(@D)
+	clang $(filter-out -Wextra,$(PROG_CFLAGS)) -fopenmp $< -o $@ -ldl
 # workers_check likewise compiles shim/stage/workers.c, omp_team.c and stream_copy.c in, with OpenMP.
 $(BUILD)/tests/workers_check: shim/stage/workers.c shim/stage/workers.h shim/stage/stream_copy.c
 $(BUILD)/tests/workers_check: shim/stage/omp_team.c shim/stage/omp_team.h
@@ -108,7 +113,7 @@ $(CONF): $(CONF_SRC) tests/conformance/conform.h tests/progs/testutil.h
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Itests/conformance $(CONF_SRC) -o $@ -ldl
 
-test-build: all $(FAKE_LIB) $(PROGS) $(TEST_LIBS) $(CONF) $(FUZZ_PROG)
+test-build: all $(FAKE_LIB) $(PROGS) $(OMP_LLVM_PROG) $(TEST_LIBS) $(CONF) $(FUZZ_PROG)
 
 deps:
 	CC="$(CC)" CUDA_HOME="$(CUDA_HOME)" sh scripts/install-deps.sh build

@@ -151,42 +151,47 @@ print(sum(r["count"] for r in s["transfers"] if r["dir"] == "d2h" and r["action"
 
 @test "stage_openmp: copies on the main thread borrow the program's OpenMP team while it spins; the advice where they cannot" {
     # openmp_stage: a parallel region computes 32 MiB, then an H2D and a D2H of it (exit 1 if the
-    # bytes differ). The count of copies that borrowed the team, and the text summary's advice.
+    # bytes differ); built against libgomp (gcc) and LLVM's libomp (clang). The count of copies
+    # that borrowed the team, and the text summary's advice.
     run_openmp() {
-        env "$@" PINSHIM_POOL_GROW_INLINE=on LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" "$T/openmp_stage" $OMP_ARG \
+        env "$@" PINSHIM_POOL_GROW_INLINE=on LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" "$T/$OMP_PROG" $OMP_ARG \
             >"$WORK/omp.out" 2>"$WORK/omp.err"
         cat "$WORK/omp.err"
         grep -q '^openmp_stage: hash ' "$WORK/omp.out"
         team=$(sed -n 's/.* \([0-9]*\) copies made with the program.s spinning OpenMP threads.*/\1/p' "$WORK/omp.err")
         team=${team:-0}
-        echo "borrowed: $team"
+        echo "$OMP_PROG $OMP_ARG $*: borrowed $team"
     }
-    advice='advice: the shim staged pageable H2D copies with its own CPU threads while libgomp (OpenMP) is loaded'
-    # spinning for as long as it waits (active): borrowed, so its threads never compete: no advice
-    OMP_ARG= run_openmp OMP_WAIT_POLICY=active
-    [ "$team" -ge 1 ]
-    ! grep -q "$advice" "$WORK/omp.err"
-    # a team asleep at the copies is left asleep: nothing borrowed, nothing to advise (passive:
-    # asleep once its last thread ends its part; by default: once it has spun, milliseconds)
-    OMP_ARG= run_openmp OMP_WAIT_POLICY=passive OPENMP_STAGE_PAUSE_MS=100
-    [ "$team" -eq 0 ]
-    ! grep -q "$advice" "$WORK/omp.err"
-    OMP_ARG= run_openmp OMP_WAIT_POLICY= OPENMP_STAGE_PAUSE_MS=1000
-    [ "$team" -eq 0 ]
-    # the copies made on another thread, or with the key off, use the staging threads: the advice
-    OMP_ARG=thread run_openmp OMP_WAIT_POLICY=active
-    [ "$team" -eq 0 ]
-    grep -q "$advice" "$WORK/omp.err"
-    OMP_ARG= run_openmp OMP_WAIT_POLICY=active PINSHIM_STAGE_OPENMP=off
-    [ "$team" -eq 0 ]
-    grep -q "$advice" "$WORK/omp.err"
-    # one OpenMP thread: no team, nothing spins, no advice
-    OMP_ARG= run_openmp OMP_WAIT_POLICY=active OMP_NUM_THREADS=1
-    [ "$team" -eq 0 ]
-    ! grep -q "$advice" "$WORK/omp.err"
+    for OMP_PROG in openmp_stage openmp_stage_llvm; do
+        runtime=libgomp
+        [ "$OMP_PROG" = openmp_stage ] || runtime=libomp
+        advice="advice: the shim staged pageable H2D copies with its own CPU threads while $runtime (OpenMP) is loaded"
+        # spinning for as long as it waits (active): borrowed, so its threads never compete: no advice
+        OMP_ARG= run_openmp OMP_WAIT_POLICY=active
+        [ "$team" -ge 1 ]
+        ! grep -q "advice: the shim staged pageable H2D" "$WORK/omp.err"
+        # a team asleep at the copies is left asleep: nothing borrowed, nothing to advise (passive:
+        # asleep once its last thread ends its part; by default: once it has spun, up to 200 ms)
+        OMP_ARG= run_openmp OMP_WAIT_POLICY=passive OPENMP_STAGE_PAUSE_MS=100
+        [ "$team" -eq 0 ]
+        ! grep -q "advice: the shim staged pageable H2D" "$WORK/omp.err"
+        OMP_ARG= run_openmp OMP_WAIT_POLICY= OPENMP_STAGE_PAUSE_MS=1000
+        [ "$team" -eq 0 ]
+        # the copies made on another thread, or with the key off, use the staging threads: the advice
+        OMP_ARG=thread run_openmp OMP_WAIT_POLICY=active
+        [ "$team" -eq 0 ]
+        grep -q "$advice" "$WORK/omp.err"
+        OMP_ARG= run_openmp OMP_WAIT_POLICY=active PINSHIM_STAGE_OPENMP=off
+        [ "$team" -eq 0 ]
+        grep -q "$advice" "$WORK/omp.err"
+        # one OpenMP thread: no team, nothing spins, no advice
+        OMP_ARG= run_openmp OMP_WAIT_POLICY=active OMP_NUM_THREADS=1
+        [ "$team" -eq 0 ]
+        ! grep -q "advice: the shim staged pageable H2D" "$WORK/omp.err"
+    done
     # no H2D staged (below the threshold): no such advice either
-    OMP_ARG= run_openmp OMP_WAIT_POLICY= PINSHIM_STAGE_OPENMP=off PINSHIM_STAGE_MIN_BYTES=64M
-    ! grep -q "$advice" "$WORK/omp.err"
+    OMP_PROG=openmp_stage OMP_ARG= run_openmp OMP_WAIT_POLICY= PINSHIM_STAGE_OPENMP=off PINSHIM_STAGE_MIN_BYTES=64M
+    ! grep -q "advice: the shim staged pageable H2D" "$WORK/omp.err"
 }
 
 @test "a full pool never makes a copy wait for another stream's work" {
