@@ -16,37 +16,19 @@
 #include <time.h>
 
 #include "../progs/testutil.h"
+#include "bench_time.h"
 
 typedef int (*bench_observe_fn)(int);
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* One block: `iters` copies and syncs, ns per iteration. */
 static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream s, int iters)
 {
-    double t0 = now_ns();
+    double t0 = bench_ns(CLOCK_MONOTONIC);
     for (int i = 0; i < iters; i++) {
         CHECK(d->dtoh_async(host, dev, 4, s));
         CHECK(d->stream_sync(s));
     }
-    return (now_ns() - t0) / iters;
+    return (bench_ns(CLOCK_MONOTONIC) - t0) / iters;
 }
 
 static int positive_arg(int argc, char **argv, int i, int fallback)
@@ -107,7 +89,7 @@ int main(int argc, char **argv)
         lo = diff[g] < lo ? diff[g] : lo, hi = diff[g] > hi ? diff[g] : hi;
     printf("median: observe %.0f ns, forward %.0f ns, observe - forward %+.0f ns per iteration (groups %+.0f to %+.0f), "
            "%d groups of 4 x %d iterations\n",
-           median_of(on, 2 * groups), median_of(off, 2 * groups), median_of(diff, groups), lo, hi, groups, iters);
+           bench_median(on, 2 * groups), bench_median(off, 2 * groups), bench_median(diff, groups), lo, hi, groups, iters);
     CHECK(d.mem_free(dev));
     CHECK(d.free_host(host));
     CHECK(d.stream_destroy(s));

@@ -10,38 +10,25 @@
 #include <x86intrin.h>
 
 #include "../progs/testutil.h"
+#include "bench_time.h"
 
 /* Rounds are timed by CLOCK_MONOTONIC, or by the thread's CPU time when WRAPCOST_CPUTIME=1: with a
  * driver that never waits (WRAPCOST_DRIVER=null) that is the same work without the time other
  * processes of a busy machine took the CPU. */
 static clockid_t round_clock = CLOCK_MONOTONIC;
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(round_clock, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 #define ROUNDS 9
 #define MEDIAN(label, n, body)                                                                         \
     do {                                                                                               \
         double t_[ROUNDS];                                                                             \
         for (int r_ = 0; r_ < ROUNDS; r_++) {                                                          \
-            double t0_ = now_ns();                                                                     \
+            double t0_ = bench_ns(round_clock);                                                        \
             for (int i_ = 0; i_ < (n); i_++) {                                                         \
                 body;                                                                                  \
             }                                                                                          \
-            t_[r_] = (now_ns() - t0_) / (n);                                                           \
+            t_[r_] = (bench_ns(round_clock) - t0_) / (n);                                              \
         }                                                                                              \
-        qsort(t_, ROUNDS, sizeof *t_, cmp);                                                            \
-        printf("wrapcost %-44s %9.1f ns\n", label, t_[ROUNDS / 2]);                                    \
+        printf("wrapcost %-44s %9.1f ns\n", label, bench_median(t_, ROUNDS));                          \
     } while (0)
 
 int main(int argc, char **argv)
