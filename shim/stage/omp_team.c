@@ -185,7 +185,7 @@ void omp_team_probe_begin(struct omp_probe *p)
 {
     static __thread signed char main_thread; /* 1 yes, -1 no, 0 not known yet */
     p->state = PROBE_NONE;
-    if (!have_runtime() || max_threads() < 2)
+    if (!have_runtime() || (p->threads = (unsigned)max_threads()) < 2)
         return;
     p->state = PROBE_ELSEWHERE;
     if (pinshim_policy.stage_openmp == STAGE_OPENMP_OFF)
@@ -231,7 +231,7 @@ unsigned omp_team_probe_end(struct omp_probe *p)
         spinning = thread_cpu_ns(__atomic_load_n(&watched_tid, __ATOMIC_RELAXED), &ns) && ns > p->cpu_ns;
     } else if (p->state == PROBE_SCAN) {
         next_scan_ns = now + OMP_TEAM_SCAN_NS;
-        spinning = threads_running((unsigned)max_threads() - 1);
+        spinning = threads_running(p->threads - 1);
     }
     if (!spinning)
         return 0;
@@ -240,7 +240,7 @@ unsigned omp_team_probe_end(struct omp_probe *p)
     else if (now >= lease_end_ns)
         return 0; /* maybe the shim's own doing */
     __atomic_add_fetch(&team_copies, 1, __ATOMIC_RELAXED);
-    return (unsigned)max_threads();
+    return p->threads;
 }
 
 bool omp_team_may_compete(const struct omp_probe *p) { return p->state == PROBE_ELSEWHERE; }

@@ -32,6 +32,7 @@ const char *omp_team_runtime(void);
 /* A look at the team around a copy's setup: begin before it, end after it. */
 struct omp_probe {
     int state;        /* omp_team.c's */
+    unsigned threads; /* the team's size at begin */
     uint64_t cpu_ns;  /* the watched team thread's CPU clock at begin */
 };
 void omp_team_probe_begin(struct omp_probe *p);

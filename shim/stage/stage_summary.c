@@ -10,8 +10,8 @@
 #include "hostmem/hugepage.h"
 #include "observe/stats.h"
 #include "observe/units.h"
-#include "policy.h"
 #include "omp_team.h"
+#include "policy.h"
 #include "pool.h"
 
 /* Appends to buf at *n like snprintf; *n at or past len means it did not fit. */
