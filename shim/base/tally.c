@@ -72,6 +72,31 @@ char *tally_claim(void)
     return NULL;
 }
 
+/* The calling thread's copy of counter, claimed now if need be; NULL when it cannot have one. */
+static uint64_t *copy_of(uint64_t *counter)
+{
+    char *mine = (uintptr_t)tally_mine <= 1 ? tally_claim() : tally_mine;
+    return mine ? (uint64_t *)(mine + ((char *)counter - __start_pinshim_tally)) : NULL;
+}
+
+static void add_to(uint64_t *here, uint64_t *counter, uint64_t v)
+{
+    if (here)
+        tally_plain_add(here, v);
+    else
+        __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
+}
+
+void tally_add_first(uint64_t *counter, uint64_t v) { add_to(copy_of(counter), counter, v); }
+
+void tally_add3_first(uint64_t *counters, uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t *here = copy_of(counters);
+    add_to(here, &counters[0], a);
+    add_to(here ? here + 1 : NULL, &counters[1], b);
+    add_to(here ? here + 2 : NULL, &counters[2], c);
+}
+
 uint64_t tally_get(const uint64_t *counter)
 {
     size_t off = (size_t)((const char *)counter - __start_pinshim_tally);

@@ -27,17 +27,40 @@ extern __thread char *tally_mine __attribute__((tls_model("initial-exec")));
 /* The calling thread's copy, claimed now if it has none; NULL when it cannot have one. */
 char *tally_claim(void);
 
+/* tally_add and tally_add3 on a thread that has no copy yet, or cannot have one: claim it, or add
+ * atomically to the shared definition. Out of line, so that the common path saves no registers. */
+void tally_add_first(uint64_t *counter, uint64_t v);
+void tally_add3_first(uint64_t *counters, uint64_t a, uint64_t b, uint64_t c);
+
+static inline void tally_plain_add(uint64_t *c, uint64_t v)
+{
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
+/* Adds a, b and c to counters[0], [1] and [2] (a count, its bytes and its time), finding the
+ * thread's copy once. */
+static inline void tally_add3(uint64_t *counters, uint64_t a, uint64_t b, uint64_t c)
+{
+    char *mine = tally_mine;
+    if (PINSHIM_UNLIKELY((uintptr_t)mine <= 1)) { /* none yet (NULL), or exiting (1) */
+        tally_add3_first(counters, a, b, c);
+        return;
+    }
+    uint64_t *here = (uint64_t *)(mine + ((char *)counters - __start_pinshim_tally));
+    tally_plain_add(&here[0], a);
+    tally_plain_add(&here[1], b);
+    tally_plain_add(&here[2], c);
+}
+
+/* Adds v to one counter. */
 static inline void tally_add(uint64_t *counter, uint64_t v)
 {
     char *mine = tally_mine;
-    if (PINSHIM_UNLIKELY((uintptr_t)mine <= 1)) /* none yet (NULL), or exiting (1) */
-        mine = tally_claim();
-    if (PINSHIM_UNLIKELY(!mine)) {
-        __atomic_fetch_add(counter, v, __ATOMIC_RELAXED);
+    if (PINSHIM_UNLIKELY((uintptr_t)mine <= 1)) {
+        tally_add_first(counter, v);
         return;
     }
-    uint64_t *c = (uint64_t *)(mine + ((char *)counter - __start_pinshim_tally));
-    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+    tally_plain_add((uint64_t *)(mine + ((char *)counter - __start_pinshim_tally)), v);
 }
 
 /* The counter's total over the shared definition and every thread's copy. */

@@ -1,14 +1,16 @@
-/* copy.c: classification of a copy's two sides into a direction and a host memory kind, and the
- * hand-off of a finished copy to the stats (see copy.h). */
+/* copy.c: classification of a copy's two sides into a direction and a host memory kind, whether
+ * the shim only counts it, and the hand-off of a finished copy to the stats (see copy.h). */
 #include "copy.h"
 
 #include "guard/guard.h"
 #include "hostmem/memkind.h"
 #include "hostmem/regcache.h"
+#include "observe/advice.h"
 #include "observe/ctxdev.h"
 #include "observe/log.h"
 #include "observe/stats.h"
 #include "policy.h"
+#include "stage/stage.h"
 
 static bool side_is_host(enum host_kind k) { return memkind_is_host(k) || k == KIND_UNKNOWN; }
 
@@ -55,6 +57,31 @@ PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintp
         c->dir = DIR_D2D;
         c->host_kind = (c->src_kind == KIND_MANAGED || c->dst_kind == KIND_MANAGED) ? KIND_MANAGED : KIND_DEVICE;
     }
+}
+
+PINSHIM_HOT bool copy_only_counted(struct copy *c)
+{
+    if ((c->dir != DIR_H2D && c->dir != DIR_D2H) || log_follows_copies() || guard_watches_copies() ||
+        !regcache_ignores(c))
+        return false;
+    if (c->host_kind == KIND_PINNED || c->host_kind == KIND_REGISTERED)
+        return true;
+    if (c->host_kind != KIND_PAGEABLE || !copy_is_small(c->bytes))
+        return false;
+    stage_wanted(c); /* declines it (too small) and says why; a program's first pageable copy starts the pool */
+    return true;
+}
+
+PINSHIM_HOT void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns)
+{
+    if (result != CUDA_SUCCESS) {
+        stats_add_failed_copy();
+        return;
+    }
+    stats_add_transfer(c->device, c->dir, c->host_kind, c->bytes, ACTION_PASS, host_ns);
+    if (c->unstaged != UNSTAGED_NONE)
+        stats_add_unstaged(c->unstaged, c->bytes);
+    advice_add_copy(c, host_ns);
 }
 
 PINSHIM_HOT void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)

@@ -25,6 +25,7 @@
 #include "base/copy_desc.h"
 #include "base/driver_table.h"
 #include "guard_signal.h" /* enum guard_access */
+#include "policy.h"
 
 /* Values of the guard and guard_pages keys, in the order of their choices. */
 enum { GUARD_OFF, GUARD_WARN, GUARD_REPAIR, GUARD_ABORT };
@@ -35,6 +36,9 @@ enum { GUARD_STACK_FOLDED, GUARD_STACK_FULL };
 
 /* Constructor: with the guard on, prepares the call-site unwinder and the real signal functions. */
 void guard_init(void);
+
+/* Whether the guard looks at copies at all (the guard key is not off). */
+static inline bool guard_watches_copies(void) { return pinshim_policy.guard != GUARD_OFF; }
 
 /* After a copy's real call (every copy, from copy_record): guards an async D2H into pinned or
  * registered memory; a successful synchronous copy with a host side releases what it orders after. */

@@ -41,6 +41,9 @@ bool regcache_holds_any(void);
 /* --- from the copy path --- */
 /* In copy_describe: a side inside a registration of the cache is pageable to the program. */
 void regcache_view(struct copy *c);
+/* Whether the cache has nothing to do with a described copy: it holds no registration, and the
+ * copy's host side is not pageable memory it counts copies of (a tracked allocation's). */
+bool regcache_ignores(const struct copy *c);
 /* Counts the copy against its allocation and may register it; true when the copy can go to the
  * driver directly: its host range overlaps a registration of the cache, held until after_copy. */
 bool regcache_direct(struct copy *c);

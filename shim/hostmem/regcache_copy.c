@@ -33,6 +33,13 @@ PINSHIM_HOT void regcache_view(struct copy *c)
     }
 }
 
+PINSHIM_HOT bool regcache_ignores(const struct copy *c)
+{
+    if (__atomic_load_n(&regcache_live, __ATOMIC_RELAXED))
+        return false;
+    return c->host_kind != KIND_PAGEABLE || !regcache_enabled || !alloc_table_may_hold(host_side(c));
+}
+
 PINSHIM_HOT bool regcache_direct(struct copy *c)
 {
     if (!regcache_enabled || (c->dir != DIR_H2D && c->dir != DIR_D2H) || c->host_kind != KIND_PAGEABLE ||

@@ -20,7 +20,7 @@ enum { SIDE_H2D, SIDE_D2H, SIDES };
 enum { CLASS_PAGEABLE_SYNC, CLASS_PAGEABLE_ASYNC, CLASS_PINNED_SYNC, CLASS_PINNED_ASYNC, CLASSES };
 
 struct cell {
-    uint64_t count, bytes, ns;
+    uint64_t count, bytes, ns; /* in this order: tally_add3 */
 };
 
 static struct cell copies[SIDES][CLASSES] TALLY; /* per-thread counters (base/tally.h) */
@@ -41,9 +41,7 @@ PINSHIM_HOT void advice_add_copy(const struct copy *c, uint64_t host_ns)
     int cls = pageable ? (c->async ? CLASS_PAGEABLE_ASYNC : CLASS_PAGEABLE_SYNC)
                        : (c->async ? CLASS_PINNED_ASYNC : CLASS_PINNED_SYNC);
     struct cell *cell = &copies[side][cls];
-    add(&cell->count, 1);
-    add(&cell->bytes, c->bytes);
-    add(&cell->ns, host_ns);
+    tally_add3(&cell->count, 1, c->bytes, host_ns);
 }
 
 void advice_add_device_time(enum copy_dir dir, enum host_kind kind, uint64_t bytes, uint64_t device_ns)

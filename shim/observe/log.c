@@ -48,6 +48,8 @@ void log_init(time_t process_start)
     callsite_init();
 }
 
+PINSHIM_HOT bool log_follows_copies(void) { return logging(); }
+
 PINSHIM_HOT bool log_records(size_t bytes)
 {
     return pinshim_policy.log_level == LOG_LEVEL_TRANSFERS && logging() && bytes >= pinshim_policy.log_min_bytes;

@@ -39,6 +39,10 @@ void log_copy_begin(const struct copy *c);
 /* Whether a copy of this size gets a record of its own (then its host time must be its own). */
 bool log_records(size_t bytes);
 
+/* Whether copies are followed beyond the advice counters (a log is being written: call-site
+ * totals, per-transfer records). */
+bool log_follows_copies(void);
+
 /* After a copy's real call: feeds the advice counters and, when logging, the call-site totals and
  * the record queue. */
 void log_copy(const struct copy *c, CUresult result, uint64_t host_ns);

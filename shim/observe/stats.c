@@ -17,7 +17,7 @@
 #include "pinshim.h"
 
 struct cell {
-    uint64_t count, bytes, host_ns;
+    uint64_t count, bytes, host_ns; /* in this order: tally_add3 */
 };
 
 /* The last device slot counts copies of an unknown device (or an ordinal past STATS_DEVICES).
@@ -52,10 +52,7 @@ PINSHIM_HOT void stats_add_transfer(int32_t device, enum copy_dir dir, enum host
                         enum copy_action action, uint64_t host_ns)
 {
     unsigned slot = (uint32_t)device < STATS_DEVICES ? (unsigned)device : STATS_DEVICES;
-    struct cell *c = &transfers[slot][dir][kind][stats_bucket(bytes)][action];
-    add(&c->count, 1);
-    add(&c->bytes, bytes);
-    add(&c->host_ns, host_ns);
+    tally_add3(&transfers[slot][dir][kind][stats_bucket(bytes)][action].count, 1, bytes, host_ns);
 }
 
 void stats_add_failed_copy(void) { add(&failed_copies, 1); }
@@ -68,8 +65,7 @@ PINSHIM_HOT void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
 
 PINSHIM_HOT void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns)
 {
-    add(&syncs[entry].count, 1);
-    add(&syncs[entry].host_ns, host_ns);
+    tally_add3(&syncs[entry].count, 1, 0, host_ns); /* a sync's bytes stay 0 */
 }
 
 PINSHIM_HOT void stats_add_call(enum driver_entry_id entry)

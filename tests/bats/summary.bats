@@ -159,3 +159,35 @@ PY
     printf 'expect h2d pageable 1\nexpect d2h pageable 1\n' >"$WORK/expect"
     python3 "$ROOT/tests/helpers/summary_check.py" "$WORK/s.json" "$WORK/expect"
 }
+
+# counts NAME: the run's summary (stderr, or its log when there is one) without its times, as one
+# sorted JSON line: what was counted, whichever path of the shim counted it.
+counts() {
+    local src="$WORK/$1.err"
+    ls "$WORK"/"$1"-*.log >/dev/null 2>&1 && src=$(ls "$WORK"/"$1"-*.log)
+    python3 - "$src" <<'PY'
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+s = [r for r in s if r.get("type", "summary") == "summary"][-1]
+transfers = sorted(tuple(sorted((k, v) for k, v in r.items() if k not in ("host_ns", "gbps"))) for r in s["transfers"])
+print(json.dumps({"transfers": transfers, "failed": s["failed_copies"], "entry_points": s["entry_points"],
+                  "syncs": sorted((r["call"], r["count"]) for r in s["syncs"]),
+                  "staged": s["staging"]["staged_copies"], "unstaged": s["staging"]["unstaged"]}, sort_keys=True))
+PY
+}
+
+@test "copies the shim only counts (pinned memory, small pageable ones) are counted as when it follows every copy" {
+    # With a log open every copy takes the whole path (call sites are gathered); without one, copies
+    # of pinned memory and small pageable copies are only counted. The counts must not differ.
+    for prog in "routes getproc" "kindprog same 50" "kindprog pinned" "kindprog register" "logprog pinned 4"; do
+        rm -f "$WORK"/full-*.log
+        PINSHIM_SUMMARY=json run_app counted shim $T/$prog
+        PINSHIM_SUMMARY=json PINSHIM_LOG="$WORK/full-%p.log" PINSHIM_LOG_LEVEL=summary run_app full shim $T/$prog
+        show counted
+        [ "$(cat "$WORK/counted.rc")" = 0 ] && [ "$(cat "$WORK/full.rc")" = 0 ]
+        diff "$WORK/counted.out" "$WORK/full.out"
+        counts counted >"$WORK/counted.json"
+        counts full >"$WORK/full.json"
+        diff "$WORK/counted.json" "$WORK/full.json"
+    done
+}
