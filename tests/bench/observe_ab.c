@@ -10,7 +10,11 @@
  * Prints one line per group, then the medians (ns per iteration) of each side and of the paired
  * differences, with their range. Without the shim it prints one line saying so and exits 0.
  * Never asserts a timing.
- * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block]]  (default 20 2000)
+ * A third argument, evict KiB, writes one byte per line of a buffer that large before each iteration
+ * (both sides alike): the shim's code and data then start cold in the caches, as between the calls
+ * of a framework's hot loop, whose own work evicts them (0, the default: none).
+ * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB]]]
+ *        (default 20 2000 0)
  * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl */
 #define _GNU_SOURCE
 #include <time.h>
@@ -20,15 +24,33 @@
 
 typedef int (*bench_observe_fn)(int);
 
-/* One block: `iters` copies and syncs, ns per iteration. */
+static volatile unsigned char *evict_buf;
+static size_t evict_bytes;
+
+/* Pushes the caches' earlier contents out: one write per 64-byte line of the buffer. */
+static void evict(void)
+{
+    for (size_t i = 0; i < evict_bytes; i += 64)
+        evict_buf[i]++;
+}
+
+/* One block: `iters` copies and syncs, ns per iteration. With eviction, only the calls are timed. */
 static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream s, int iters)
 {
-    double t0 = bench_ns(CLOCK_MONOTONIC);
+    double total = 0, t0 = bench_ns(CLOCK_MONOTONIC);
     for (int i = 0; i < iters; i++) {
+        if (evict_bytes) {
+            evict();
+            t0 = bench_ns(CLOCK_MONOTONIC);
+        }
         CHECK(d->dtoh_async(host, dev, 4, s));
         CHECK(d->stream_sync(s));
+        if (evict_bytes)
+            total += bench_ns(CLOCK_MONOTONIC) - t0;
     }
-    return (bench_ns(CLOCK_MONOTONIC) - t0) / iters;
+    if (!evict_bytes)
+        total = bench_ns(CLOCK_MONOTONIC) - t0;
+    return total / iters;
 }
 
 static int positive_arg(int argc, char **argv, int i, int fallback)
@@ -47,6 +69,12 @@ static int positive_arg(int argc, char **argv, int i, int fallback)
 int main(int argc, char **argv)
 {
     int groups = positive_arg(argc, argv, 1, 20), iters = positive_arg(argc, argv, 2, 2000);
+    if (argc > 3 && strcmp(argv[3], "0") != 0) {
+        evict_bytes = (size_t)positive_arg(argc, argv, 3, 0) << 10;
+        evict_buf = calloc(evict_bytes, 1);
+        if (!evict_buf)
+            return 1;
+    }
     bench_observe_fn observe = (bench_observe_fn)dlsym(RTLD_DEFAULT, "pinshim_bench_observe");
     if (!observe) {
         printf("observe_ab: pinshim_bench_observe not found (run it with LD_PRELOAD=build/libpinshim.so); nothing measured\n");
