@@ -129,6 +129,10 @@ PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
 {
     /* the generation is read before the lookup: a change meanwhile leaves the answer stale */
     uint64_t gen = page_memo_generation(&page_kinds);
+    /* the thread's last range first: the small tensors of one pinned block share it, where each
+     * page's memo word lies on a line of its own, cold between a framework's copies */
+    if (cache.generation == gen && p >= cache.hit.base && p < cache.hit.end)
+        return cache.hit.kind;
     switch (page_memo_get(&page_kinds, p, gen)) {
     case MEMO_PAGEABLE: return KIND_PAGEABLE;
     case MEMO_PINNED: return KIND_PINNED;
