@@ -7,8 +7,8 @@
  * claimed at the thread's first add and handed to the next thread when it exits (the sums stay
  * right: a copy's counts belong to no thread in particular). When no copy can be had (all taken,
  * no memory, a thread past its exit), adds go to the shared definition, atomically.
- * Contract: tally_add is thread-safe; its first call on a thread may allocate (mmap) and register
- * a thread-exit destructor, so it is not async-signal-safe. tally_get is lock-free and
+ * Contract: tally_add and tally_add3 are thread-safe; the first add on a thread may allocate (mmap)
+ * and register a thread-exit destructor, so they are not async-signal-safe. tally_get is lock-free and
  * async-signal-safe; it may miss adds in flight on other threads. tally_zero only with one thread
  * alive (a forked child). */
 #ifndef PINSHIM_TALLY_H
