@@ -1,5 +1,6 @@
 /* bench_time.h: what the C benchmarks that time rounds share: a clock read in nanoseconds and the
- * median of a set of times. Header-only; benchmark code, never part of the shim. */
+ * median of a set of times (observe_ab.c, wrapcost.c, guard_cost.c, multidev_bench.c,
+ * reuse_bench.c, malloc_cost.c). Header-only; benchmark code, never part of the shim. */
 #ifndef PINSHIM_BENCH_TIME_H
 #define PINSHIM_BENCH_TIME_H
 

@@ -15,35 +15,20 @@
 #include <unistd.h>
 
 #include "../progs/testutil.h"
+#include "bench_time.h"
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n ? v[n / 2] : 0;
-}
+static double median(double *v, int n) { return n > 0 ? bench_median(v, n) : 0; }
 
 static double pair_ns(void *p, size_t len, int iters)
 {
     double *t = malloc(sizeof *t * (size_t)iters);
     for (int i = 0; i < iters; i++) {
-        uint64_t t0 = now_ns();
+        double t0 = bench_ns(CLOCK_MONOTONIC);
         if (mprotect(p, len, PROT_NONE) != 0 || mprotect(p, len, PROT_READ | PROT_WRITE) != 0) {
             perror("mprotect");
             exit(1);
         }
-        t[i] = (double)(now_ns() - t0);
+        t[i] = bench_ns(CLOCK_MONOTONIC) - t0;
     }
     double m = median(t, iters);
     free(t);
@@ -84,10 +69,10 @@ int main(int argc, char **argv)
             CHECK(d.stream_sync(s));
         }
         for (int i = 0; i < iters; i++) {
-            uint64_t t0 = now_ns();
+            double t0 = bench_ns(CLOCK_MONOTONIC);
             CHECK(d.dtoh_async(host, dev, bytes, s));
             CHECK(d.stream_sync(s));
-            t[i] = (double)(now_ns() - t0);
+            t[i] = bench_ns(CLOCK_MONOTONIC) - t0;
         }
         printf("%12zu %8d %16.0f %16.0f %16.0f\n", bytes, iters, all, first, median(t, iters));
         free(t);

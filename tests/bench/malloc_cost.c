@@ -8,12 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "bench_time.h"
 
 int main(int argc, char **argv)
 {
@@ -21,14 +16,14 @@ int main(int argc, char **argv)
     double best = 1e30;
     volatile unsigned sink = 0;
     for (int run = 0; run < 15; run++) {
-        uint64_t t0 = now_ns();
+        double t0 = bench_ns(CLOCK_MONOTONIC);
         for (long i = 0; i < n; i++) {
             unsigned char *p = malloc(16 + (size_t)(i & 63) * 24);
             p[0] = (unsigned char)i;
             sink += p[0];
             free(p);
         }
-        double ns = (double)(now_ns() - t0) / (double)n;
+        double ns = (bench_ns(CLOCK_MONOTONIC) - t0) / (double)n;
         if (ns < best)
             best = ns;
     }

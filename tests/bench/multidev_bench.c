@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "bench_time.h"
 #include "testutil.h" /* CHECK() */
 
 #define MAX_DEVICES 16
@@ -25,12 +26,7 @@ static double start_time[2][MAX_ROUNDS];           /* per direction, per round: 
 static double end_time[MAX_DEVICES][2][MAX_ROUNDS]; /* per device */
 static int bad_bytes[MAX_DEVICES];
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now(void) { return bench_ns(CLOCK_MONOTONIC) * 1e-9; }
 
 /* Waits for every device thread and the main thread; the main thread stamps the start. */
 static void line_up(int dir, int round, int is_main)
@@ -83,18 +79,6 @@ static void *device_thread(void *arg)
     return NULL;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return v[n / 2];
-}
-
 int main(int argc, char **argv)
 {
     bytes = argc > 1 ? strtoull(argv[1], NULL, 0) : (size_t)256 << 20;
@@ -140,11 +124,11 @@ int main(int argc, char **argv)
                     fprintf(stderr, " dev%d %.2f", i, (double)bytes / (end_time[i][dir][r] - start_time[dir][r]) / 1e9);
                 fprintf(stderr, "\n");
             }
-        printf("%s aggregate %.2f", names[dir], median(aggregate, rounds));
+        printf("%s aggregate %.2f", names[dir], bench_median(aggregate, rounds));
         for (int i = 0; i < devices; i++) {
             for (int r = 0; r < rounds; r++)
                 own[r] = (double)bytes / (end_time[i][dir][r] - start_time[dir][r]) / 1e9;
-            printf(" dev%d %.2f", i, median(own, rounds));
+            printf(" dev%d %.2f", i, bench_median(own, rounds));
         }
         printf("\n");
     }

@@ -10,13 +10,7 @@
 #include <time.h>
 
 #include "../progs/testutil.h"
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "bench_time.h"
 
 int main(int argc, char **argv)
 {
@@ -41,11 +35,11 @@ int main(int argc, char **argv)
     }
     for (int p = 0; p < passes; p++) {
         CHECK(d.stream_sync(NULL)); /* the legacy stream: these copies' stream */
-        uint64_t t0 = now_ns();
+        double t0 = bench_ns(CLOCK_MONOTONIC);
         for (int i = 0; i < nbuf; i++)
             CHECK(d2h ? d.dtoh(bufs[i], devs[i], bytes) : d.htod(devs[i], bufs[i], bytes));
         CHECK(d.stream_sync(NULL));
-        double s = (double)(now_ns() - t0) / 1e9;
+        double s = (bench_ns(CLOCK_MONOTONIC) - t0) / 1e9;
         printf("pass %d: %.2f GB/s (%.1f ms)\n", p + 1, (double)nbuf * (double)bytes / s / 1e9, s * 1e3);
     }
     for (int i = 0; i < nbuf; i++) {
