@@ -72,26 +72,29 @@ PINSHIM_HOT bool copy_only_counted(struct copy *c)
     return true;
 }
 
-PINSHIM_HOT void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns)
+/* The counters every finished copy feeds, whichever path it took: one transfer, or one failed copy.
+ * True for a success. */
+static bool count_copy(const struct copy *c, CUresult result, uint64_t host_ns)
 {
     if (result != CUDA_SUCCESS) {
         stats_add_failed_copy();
-        return;
+        return false;
     }
-    stats_add_transfer(c->device, c->dir, c->host_kind, c->bytes, ACTION_PASS, host_ns);
+    stats_add_transfer(c->device, c->dir, c->host_kind, c->bytes, c->action, host_ns);
     if (c->unstaged != UNSTAGED_NONE)
         stats_add_unstaged(c->unstaged, c->bytes);
-    advice_add_copy(c, host_ns);
+    return true;
+}
+
+PINSHIM_HOT void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns)
+{
+    if (count_copy(c, result, host_ns))
+        advice_add_copy(c, host_ns); /* what log_copy feeds first; nothing else follows such a copy */
 }
 
 PINSHIM_HOT void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)
 {
-    if (result == CUDA_SUCCESS) {
-        stats_add_transfer(c->device, c->dir, c->host_kind, c->bytes, c->action, host_ns);
-        if (c->unstaged != UNSTAGED_NONE)
-            stats_add_unstaged(c->unstaged, c->bytes);
-    } else
-        stats_add_failed_copy();
+    count_copy(c, result, host_ns);
     log_copy(c, result, host_ns); /* advice, call sites, per-transfer record (observe/log.h) */
     guard_after_copy(c, result);  /* protect an async D2H into pinned memory; a sync copy releases (guard/guard.h) */
 }

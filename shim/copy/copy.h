@@ -32,10 +32,10 @@ void copy_record(const struct copy *c, CUresult result, uint64_t host_ns);
 /* A described 1D host<->device copy the shim has nothing to do with but count: no per-transfer
  * log or call-site totals follow it, the guard is off, the registration cache holds nothing and
  * would not count it, and its host side is the program's own pinned or registered memory, or
- * pageable and too small to stage (copy_is_small). Most copies of a program that pins its memory, and every
- * small one, are such copies: they skip the staging, registration, logging and guard steps
- * (each of which would decline them) and their hooks, which in a framework's hot loop cost
- * their code's cache lines on every call. */
+ * pageable and too small to stage (copy_is_small). Most copies of a program that pins its
+ * memory, and every small one, are such copies: they skip the staging, registration, logging and
+ * guard steps (each of which would decline them) and their hooks, which in a framework's hot loop
+ * cost their code's cache lines on every call. */
 bool copy_only_counted(struct copy *c);
 
 /* copy_record() for a copy_only_counted() copy: the same counters, without the steps it skipped. */

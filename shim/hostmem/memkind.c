@@ -54,10 +54,16 @@ static size_t upper_bound(uintptr_t p)
     return lo;
 }
 
+/* Whether the thread's last range holds p and is still current (generation gen). */
+static inline bool cache_holds(uintptr_t p, uint64_t gen)
+{
+    return cache.generation == gen && p >= cache.hit.base && p < cache.hit.end;
+}
+
 PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
 {
     uint64_t gen = page_memo_generation(&page_kinds);
-    if (cache.generation == gen && p >= cache.hit.base && p < cache.hit.end) {
+    if (cache_holds(p, gen)) {
         *out = cache.hit;
         return true;
     }
@@ -131,7 +137,7 @@ PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
     uint64_t gen = page_memo_generation(&page_kinds);
     /* the thread's last range first: the small tensors of one pinned block share it, where each
      * page's memo word lies on a line of its own, cold between a framework's copies */
-    if (cache.generation == gen && p >= cache.hit.base && p < cache.hit.end)
+    if (cache_holds(p, gen))
         return cache.hit.kind;
     switch (page_memo_get(&page_kinds, p, gen)) {
     case MEMO_PAGEABLE: return KIND_PAGEABLE;
