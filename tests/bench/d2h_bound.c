@@ -10,8 +10,12 @@
  *   dma-written, link idle: from pinned memory a D2H DMA has just filled (what a copy-out reads);
  *   dma-written, link busy: both.
  * Prints the best and the median GB/s of R repetitions of each, and the link's rate while busy.
+ * The destination, by the fourth argument: "fresh" (default) as above; "resident", the mapping's
+ * pages faulted in before the clock starts (what the copy-out costs without the faults); "moved",
+ * resident huge pages of another mapping moved onto the destination by one mremap, timed with the
+ * copy (what recycling the pages of a freed buffer would cost).
  * Bytes are checked after every copy. Never asserts a timing.
- * Usage: d2h_bound [MiB [threads [reps]]]   (default 64 16 7)
+ * Usage: d2h_bound [MiB [threads [reps [fresh|resident|moved]]]]   (default 64 16 7 fresh)
  * Build: gcc -O2 -pthread -I$CUDA_HOME/include tests/bench/d2h_bound.c -o d2h_bound -lcuda */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -28,6 +32,9 @@
 #define MAX_REPS 32
 
 static CUcontext ctx;
+
+enum dest { DEST_FRESH, DEST_RESIDENT, DEST_MOVED };
+static const char *const dest_names[] = {"fresh", "resident", "moved"};
 
 static double now_s(void)
 {
@@ -84,9 +91,7 @@ static void *copy_slice(void *arg)
     return NULL;
 }
 
-/* One copy-out of `bytes` from src into a fresh mapping advised huge pages, by `threads` threads;
- * GB/s. */
-static double copy_out(const char *src, size_t bytes, int threads)
+static char *map_huge(size_t bytes)
 {
     char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
@@ -94,10 +99,28 @@ static double copy_out(const char *src, size_t bytes, int threads)
         exit(1);
     }
     madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+}
+
+/* One copy-out of `bytes` from src into a mapping advised huge pages, prepared as `dest` says, by
+ * `threads` threads; GB/s. */
+static double copy_out(const char *src, size_t bytes, int threads, enum dest dest)
+{
+    char *p = map_huge(bytes), *donor = NULL;
+    if (dest == DEST_RESIDENT)
+        memset(p, 1, bytes);
+    if (dest == DEST_MOVED) {
+        donor = map_huge(bytes);
+        memset(donor, 1, bytes);
+    }
     pthread_t t[MAX_THREADS];
     struct slice s[MAX_THREADS];
     size_t part = (bytes / (size_t)threads + 4095) & ~(size_t)4095;
     double t0 = now_s();
+    if (dest == DEST_MOVED && mremap(donor, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, p) != p) {
+        perror("d2h_bound: mremap");
+        exit(1);
+    }
     for (int i = 0; i < threads; i++) {
         size_t off = (size_t)i * part;
         size_t n = off >= bytes ? 0 : (bytes - off < part ? bytes - off : part);
@@ -125,8 +148,13 @@ int main(int argc, char **argv)
 {
     size_t mib = argc > 1 ? (size_t)atol(argv[1]) : 64;
     int threads = argc > 2 ? atoi(argv[2]) : 16, reps = argc > 3 ? atoi(argv[3]) : 7;
-    if (mib < 1 || threads < 1 || threads > MAX_THREADS || reps < 1 || reps > MAX_REPS) {
-        fprintf(stderr, "usage: d2h_bound [MiB >= 1 [threads 1-%d [reps 1-%d]]]\n", MAX_THREADS, MAX_REPS);
+    int dest = -1;
+    for (int d = DEST_FRESH; d <= DEST_MOVED; d++)
+        if (strcmp(argc > 4 ? argv[4] : "fresh", dest_names[d]) == 0)
+            dest = d;
+    if (mib < 1 || threads < 1 || threads > MAX_THREADS || reps < 1 || reps > MAX_REPS || dest < 0) {
+        fprintf(stderr, "usage: d2h_bound [MiB >= 1 [threads 1-%d [reps 1-%d [fresh|resident|moved]]]]\n",
+                MAX_THREADS, MAX_REPS);
         return 2;
     }
     size_t bytes = mib << 20;
@@ -153,8 +181,8 @@ int main(int argc, char **argv)
     check(cuMemHostAlloc(&l.pinned, LINK_BYTES, 0), "cuMemHostAlloc");
     check(cuStreamCreate(&l.stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 
-    printf("d2h_bound: %zu MiB into a fresh mapping advised MADV_HUGEPAGE, %d threads, %d reps (best, median GB/s)\n",
-           mib, threads, reps);
+    printf("d2h_bound: %zu MiB into a %s mapping advised MADV_HUGEPAGE, %d threads, %d reps (best, median GB/s)\n",
+           mib, dest_names[dest], threads, reps);
     for (int from_dma = 0; from_dma < 2; from_dma++) {
         for (int busy = 0; busy < 2; busy++) {
             pthread_t link_thread;
@@ -169,7 +197,7 @@ int main(int argc, char **argv)
                     check(cuMemcpyDtoH(dma_written, src_dev, bytes), "cuMemcpyDtoH");
                     src = dma_written;
                 }
-                g[r] = copy_out(src, bytes, threads);
+                g[r] = copy_out(src, bytes, threads, (enum dest)dest);
             }
             double link_gbps = 0;
             if (busy) {
