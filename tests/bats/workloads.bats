@@ -186,13 +186,15 @@ PY
     echo "$output" | grep -F "bench-workloads: $WORK/nobuild/libpinshim.so is missing"
 }
 
-@test "compare_builds.py: each variant's median per metric, order rotating; a failed run and bad variants are named; --budget stops rounds" {
+@test "compare_builds.py: each variant's median per metric and peak resident memory, order rotating; a failed run and bad variants are named; --budget stops rounds" {
     local cmp="$ROOT/tests/bench/workloads/compare_builds.py" fake="$ROOT/tests/bench/workloads/fake.py"
     run python3 "$cmp" --rounds 3 "$fake" faster -- none=none shim="$SHIM" shim_nostage="$SHIM",PINSHIM_STAGE=off
     echo "$output"
     [ "$status" -eq 0 ]
     # fake.py faster: 10 ms without the shim, 5 with it (BENCH_WL_PAIR unset)
     echo "$output" | grep -E '^t +10 \(10-10\) +5 \(5-5\) +5 \(5-5\)$'
+    # each run's peak resident memory, from wait4: a Python process holds some MiB
+    echo "$output" | grep -E '^peak_rss_mib( +[0-9.]+ \([0-9.]+-[0-9.]+\)){3}$'
     run python3 "$cmp" --rounds 2 "$fake" crash -- shim="$SHIM"
     echo "$output"
     [ "$status" -eq 0 ] # fake.py crash fails only in the harness's pair 2

@@ -2,7 +2,8 @@
 """compare_builds.py: one workload script of the suite under several builds or settings of the shim,
 in one run, for comparing variants side by side (machine instances differ more between runs than
 variants do, so compare only within one run). Each round runs every variant once, the order rotating
-from round to round; then each metric's median (min-max) per variant. Never judges the numbers;
+from round to round; then each metric's median (min-max) per variant, and the process's peak
+resident memory (peak_rss_mib, from wait4). Never judges the numbers;
 exit status 1 when a run printed no result, 2 on bad usage.
 
 usage: compare_builds.py [--rounds N] [--budget S] SCRIPT [ARG...] -- VARIANT...
@@ -20,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -65,19 +67,44 @@ def parse(argv):
     return rounds, budget, script, variants
 
 
+def run_child(argv, env, timeout):
+    """Runs argv to its end: (exit code, stdout, stderr, peak resident set in KiB), or None on timeout.
+    Reaped with wait4 for its resource usage (the process's own peak, and its waited-for children's)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                child.kill()
+                os.wait4(child.pid, 0)
+                child.returncode = -9
+                return None
+            time.sleep(0.02)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return child.returncode, out.read(), err.read(), usage.ru_maxrss
+
+
 def run_once(script, env):
-    """The metrics ({key: value}) of one run, or None with the reason."""
-    try:
-        done = subprocess.run([sys.executable] + script, env=env, capture_output=True, text=True, timeout=300)
-    except subprocess.TimeoutExpired:
+    """The metrics ({key: value}) of one run, with its peak resident memory (peak_rss_mib), or None
+    with the reason."""
+    done = run_child([sys.executable] + script, env, 300)
+    if done is None:
         return None, "timed out after 300 s"
-    results = [l for l in done.stdout.splitlines() if l.startswith("{")]
-    if done.returncode != 0 or not results:
-        return None, "exit %d: %s" % (done.returncode, done.stderr.strip().splitlines()[-1:] or "no output")
+    returncode, stdout, stderr, rss_kib = done
+    results = [l for l in stdout.splitlines() if l.startswith("{")]
+    if returncode != 0 or not results:
+        return None, "exit %d: %s" % (returncode, stderr.strip().splitlines()[-1:] or "no output")
     line = json.loads(results[-1])
     if "skipped" in line:
         return None, "skipped: " + line["skipped"]
-    return {m["key"]: m["value"] for m in line["metrics"]}, None
+    metrics = {m["key"]: m["value"] for m in line["metrics"]}
+    metrics["peak_rss_mib"] = rss_kib / 1024.0
+    return metrics, None
 
 
 def main(argv):
