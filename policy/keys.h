@@ -33,6 +33,12 @@
       "stage pageable D2H copies of at least this many bytes (the driver's pageable D2H path is slow from 64K up)") \
     X(BOOL, stage_hugepages, "on", "",                                                         \
       "before a staged D2H fills a tracked allocation (pin_on_reuse tracks them) in full, ask for transparent huge pages on its whole page range (only in the system's THP madvise mode, and never once the program gives huge-page advice of its own): 512 times fewer first-touch faults; 8 D2H copies of 64 MiB into fresh PyTorch tensors took 20.8-21.2 ms against 21.6-22.0 without it on an H200 host (18.2-18.5 against 19.9-20.6 with 8M chunks). Whatever this key says, a destination the program itself advised MADV_HUGEPAGE (NumPy does for arrays of 4 MiB and more) is written a 2 MiB block per thread") \
+    X(BOOL, stage_recycle, "on", "",                                                           \
+      "once the process has made a staged D2H into a fresh malloc'd buffer, keep the resident 2 MiB blocks of tracked allocations it frees (moved with mremap, nothing copied) and move them over the blocks of later staged D2H destinations that the copy writes in full and that have no pages yet, instead of the kernel faulting in and zeroing new ones (only into malloc'd destinations advised huge pages; the program reads the same bytes). 8 D2H copies of 64 MiB into fresh PyTorch tensors, freed each round: 17.1 ms against 21.3 with it off on an H100 host (7 rounds); cp.asnumpy of 256 MiB 6.89 ms against 10.1. The freed memory stays resident until a copy takes it or stage_recycle_keep_ms passes") \
+    X(SIZE, stage_recycle_max_bytes, "0", "",                                                  \
+      "with stage_recycle, the most freed memory kept at once (the oldest goes back first); 0 = 1/16 of RAM, at most 1G") \
+    X(COUNT, stage_recycle_keep_ms, "2000", "",                                                \
+      "with stage_recycle, freed memory no copy took within this many milliseconds goes back to the system (a thread of the shim's own gives it back)") \
     X(SIZE, stage_chunk_bytes, "16M", "",                                                      \
       "size of one pinned chunk: the unit of the memcpy/DMA pipeline (on an H200 host with 32 threads, 8M made 8 D2H copies of 64 MiB into fresh tensors 7% faster but a fresh 64 MiB H2D take 4.8-5.3 ms against 2.5-3.9)") \
     X(SIZE, stage_d2h_first_bytes, "2M", "",                                                   \

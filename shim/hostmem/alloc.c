@@ -1,7 +1,7 @@
 /* alloc.c: the host allocation hooks. malloc, calloc, realloc, reallocarray, free, posix_memalign,
  * aligned_alloc, memalign, valloc, pvalloc, mmap, mmap64, munmap, mremap and madvise forward to the
  * next definition (alloc_next.h) and publish what happened to memory as events (alloc_events.h):
- * allocations of at least alloc_events_min_bytes, blocks about to be released, ranges about to be
+ * allocations of at least alloc_events_min_bytes, blocks about to be freed or released, ranges about to be
  * unmapped or discarded, mappings that move. Who listens is not this file's business.
  * Small allocations pay one comparison (malloc) or one filter load (free).
  * Before the next allocator is found (dlsym itself may call calloc) requests are served from the
@@ -35,6 +35,14 @@ static inline void untrack(void *p)
         alloc_events_releasing((uintptr_t)p);
 }
 
+static inline void untrack_freed(void *p)
+{
+    if (PINSHIM_UNLIKELY(alloc_events_watched((uintptr_t)p))) {
+        alloc_events_freeing((uintptr_t)p);
+        alloc_events_releasing((uintptr_t)p);
+    }
+}
+
 /* --- the malloc family --- */
 
 PINSHIM_EXPORT void *malloc(size_t n)
@@ -61,7 +69,7 @@ PINSHIM_EXPORT void free(void *p)
 {
     if (PINSHIM_UNLIKELY(!p || alloc_in_boot(p)))
         return;
-    untrack(p);
+    untrack_freed(p);
     if (PINSHIM_LIKELY(alloc_next_ready()))
         alloc_next.free(p);
 }

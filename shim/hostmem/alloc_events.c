@@ -77,6 +77,8 @@ void alloc_events_allocated(uintptr_t base, size_t size, enum alloc_origin origi
     PUBLISH(allocated, if (size >= s->min_bytes) s->allocated(base, size, origin));
 }
 
+void alloc_events_freeing(uintptr_t base) { PUBLISH(freeing, s->freeing(base)); }
+
 void alloc_events_releasing(uintptr_t base) { PUBLISH(releasing, s->releasing(base)); }
 
 void alloc_events_unmapping(uintptr_t lo, uintptr_t hi) { PUBLISH(unmapping, s->unmapping(lo, hi)); }

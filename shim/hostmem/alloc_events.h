@@ -1,6 +1,6 @@
 /* alloc_events.h: what the allocation hooks (alloc.c) tell the rest of the shim, as events, in the
  * manner of UCX's memory hooks (ucm): memory was allocated; a block is about to be released (free,
- * realloc) or a range unmapped (munmap, mremap's old range, a MAP_FIXED mapping over it); a mapping
+ * realloc; a free, whose bytes nobody reads again, is also told as such) or a range unmapped (munmap, mremap's old range, a MAP_FIXED mapping over it); a mapping
  * moves (mremap); the contents of a range are about to be discarded (madvise DONTNEED, FREE,
  * REMOVE). The hooks never know who listens: subscribers (today the registration cache, wired in
  * interpose/init.c) register at start-up and do their own work in their callbacks.
@@ -26,6 +26,7 @@ enum alloc_origin { ORIGIN_MALLOC, ORIGIN_MMAP };
 struct alloc_subscriber {
     size_t min_bytes; /* smallest allocation it wants to hear of */
     void (*allocated)(uintptr_t base, size_t size, enum alloc_origin origin);
+    void (*freeing)(uintptr_t base);              /* free only, before `releasing`: its bytes are given up */
     void (*releasing)(uintptr_t base);            /* free, realloc: before the allocator has it */
     void (*unmapping)(uintptr_t lo, uintptr_t hi); /* munmap, mremap's old range, MAP_FIXED */
     bool (*moving)(uintptr_t old_base);           /* mremap, before: true = tell me where it went */
@@ -74,6 +75,7 @@ void alloc_events_unwatch_all(void);
 /* --- publishing (the hooks) --- */
 
 void alloc_events_allocated(uintptr_t base, size_t size, enum alloc_origin origin);
+void alloc_events_freeing(uintptr_t base);
 void alloc_events_releasing(uintptr_t base);
 void alloc_events_unmapping(uintptr_t lo, uintptr_t hi);
 /* mremap of the mapping at old_base: before the call, a mask of the subscribers that want its new

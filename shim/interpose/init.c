@@ -14,6 +14,7 @@
 #include "guard/guard.h"
 #include "hostmem/alloc_events.h"
 #include "hostmem/memkind.h"
+#include "hostmem/recycle.h"
 #include "hostmem/regcache.h"
 #include "observe/advice.h"
 #include "observe/ctxdev.h"
@@ -48,6 +49,7 @@ static void on_fork_child(void)
     log_fork_child();
     guard_fork_child();
     regcache_fork_child();
+    recycle_fork_child();
 }
 
 __attribute__((constructor)) static void pinshim_init(void)
@@ -61,9 +63,12 @@ __attribute__((constructor)) static void pinshim_init(void)
     const struct alloc_subscriber *cache = regcache_configure();
     if (cache)
         alloc_events_subscribe(cache); /* from now on large allocations are tracked */
+    const struct alloc_subscriber *reserve = recycle_configure();
+    if (reserve)
+        alloc_events_subscribe(reserve); /* freed allocations' pages, kept for staged D2H */
     log_init(process_start); /* reports a bad log pattern now, not only at exit */
     guard_init();
-    pthread_atfork(NULL, NULL, on_fork_child);
+    pthread_atfork(recycle_fork_prepare, recycle_fork_parent, on_fork_child);
 }
 
 static void write_exit_summary(void)

@@ -7,6 +7,7 @@
 #include "base/driver.h"
 #include "base/real.h"
 #include "hostmem/hugepage.h"
+#include "hostmem/recycle.h"
 #include "omp_team.h"
 #include "policy.h"
 #include "pool.h"
@@ -312,6 +313,8 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
     CUresult status = CUDA_SUCCESS;
     /* fresh destinations: fewer first-touch faults, each a huge page one thread zeroes */
     enum workers_dst dst_kind = hugepage_advise_write(dst, bytes) ? WORKERS_DST_MAY_FAULT_HUGE : WORKERS_DST_MAY_FAULT;
+    /* and, where freed allocations' pages are kept, those instead of new ones (recycle.h) */
+    bool recycle = dst_kind == WORKERS_DST_MAY_FAULT_HUGE && recycle_wanted(dst, bytes);
     unsigned team = omp_team_probe_end(&probe); /* whether the program's OpenMP team spins */
     while (next_off < bytes || count > 0) {
         /* enqueue as many DMAs as the window and the pool allow */
@@ -364,6 +367,8 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
             s->waited = pool_wait(s->ch);
             unsigned copying = D2H_COPYING;
             if (s->waited == CUDA_SUCCESS && status == CUDA_SUCCESS) {
+                if (recycle) /* this piece arrived: its blocks are written in full from now on */
+                    recycle_fill((char *)dst + s->off, s->n);
                 workers_start(&s->job, (char *)dst + s->off, s->ch->ptr, s->n, dst_kind, team);
                 s->copying = true;
                 if (s->job.team)

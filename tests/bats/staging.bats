@@ -391,6 +391,42 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field '(st["hugepage_program_decides"], st["hugepage_copies"], st["hugepage_program_copies"])')" = "(True, 0, 0)" ]
 }
 
+@test "stage_recycle: freed buffers' pages fill later fresh D2H destinations; bytes, the bytes past a copy, a forked child's view and a realloc unchanged" {
+    need_thp_madvise
+    # the buffers are tracked (pin_on_reuse) and each copied once, so none is registered
+    staged recycle PINSHIM_PIN_ON_REUSE=on
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'recycle: forked child read the destination: exit 0' "$WORK/shim.out"
+    # rounds 1-3 take the pages of the rounds before; the reserve never holds more than it kept
+    [ "$(staging_field 'st["recycle_filled_bytes"] >= 64 << 20 and st["recycle_kept_bytes"] >= st["recycle_filled_bytes"]')" = True ]
+    [ "$(staging_field 'st["recycle_reserve_bytes"] == st["recycle_kept_bytes"] - st["recycle_filled_bytes"] - st["recycle_released_bytes"]')" = True ]
+    env PINSHIM_PIN_ON_REUSE=on PINSHIM_POOL_GROW_INLINE=on LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" \
+        "$T/staging" recycle 2>"$WORK/text.err" >/dev/null
+    grep -q "== staging: [0-9.]* MiB of freed buffers' pages moved into D2H destinations (stage_recycle" "$WORK/text.err"
+    staged recycle PINSHIM_PIN_ON_REUSE=on PINSHIM_STAGE_RECYCLE=off
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field '(st["recycle_kept_bytes"], st["recycle_filled_bytes"])')" = "(0, 0)" ]
+}
+
+@test "stage_recycle: the cap and the age give the kept pages back, also while the program is idle; a mapping the program made itself is never filled (its mremap still works)" {
+    need_thp_madvise
+    staged recycle PINSHIM_PIN_ON_REUSE=on PINSHIM_STAGE_RECYCLE_MAX_BYTES=40M
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["recycle_filled_bytes"] > 0 and 0 < st["recycle_high_water_bytes"] <= 40 << 20')" = True ]
+    [ "$(staging_field 'st["recycle_released_bytes"] > 0')" = True ]
+    # kept for 0 ms: every look at the reserve finds it too old and gives it all back
+    staged recycle PINSHIM_PIN_ON_REUSE=on PINSHIM_STAGE_RECYCLE_KEEP_MS=0
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field '(st["recycle_kept_bytes"] > 0, st["recycle_filled_bytes"])')" = "(True, 0)" ]
+    # a program idle after its last free: the shim's thread gives back what no copy took
+    staged recycle PINSHIM_PIN_ON_REUSE=on PINSHIM_STAGE_RECYCLE_KEEP_MS=200 RECYCLE_SLEEP_MS=1000
+    [ "$(staging_field '(st["recycle_filled_bytes"] > 0, st["recycle_reserve_bytes"], st["recycle_released_bytes"] > 0)')" = "(True, 0, True)" ]
+    # the program's own mapping: left whole (moving pages into it would split it, and its mremap fail)
+    staged recycle_mmap PINSHIM_PIN_ON_REUSE=on
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["recycle_filled_bytes"] > 0')" = True ] # the malloc'd rounds before it were filled
+}
+
 @test "stage_d2h_first_bytes: a staged D2H's first DMA is that short, the rest whole chunks; 0: whole chunks from the start" {
     # a 64 MiB D2H in 16 MiB chunks: 2M + 16M + 16M + 16M + 14M, or 4 x 16M (the fake counts the DMAs)
     for first in 2M 0; do

@@ -137,6 +137,7 @@ void gate_finish(struct gate *g); /* opens it and joins the helper thread */
     X("register.overlap", case_register_overlap)                                                       \
     X("register.unregister", case_register_unregister)                                                 \
     X("register.after_copies", case_register_after_copies)                                             \
+    X("register.mappings", case_register_mappings)                                                     \
     X("attrs.kinds", case_attrs)                                                                       \
     X("attrs.reused", case_attrs_reused)                                                               \
     X("attrs.host_flags", case_attrs_host_flags)                                                       \

@@ -1,6 +1,10 @@
 /* register.c: cuMemHostRegister and cuMemHostUnregister error codes the shim's registration cache
  * depends on: overlapping, nested, repeated and same-page registrations; unregistering inside a
- * registration, outside every one, twice, and around two touching ones. */
+ * registration, outside every one, twice, and around two touching ones; a buffer made of several
+ * mappings. */
+#define _GNU_SOURCE /* mremap */
+#include <sys/mman.h>
+
 #include "conform.h"
 
 #define HOST_PAGES 64u
@@ -139,4 +143,37 @@ void case_register_after_copies(void)
     test_fill(h, n, 96);
     say_dev("copy_after", d.htod(dv, h, n), dv, n);
     free(h);
+}
+
+/* A buffer made of three mappings, as stage_recycle leaves the destination of a staged D2H (pages
+ * of another mapping moved into its middle with mremap), then registered by pin-on-reuse when the
+ * program copies it again: registering it whole, copies both ways through the registration,
+ * unregistering. */
+void case_register_mappings(void)
+{
+    const size_t n = 16 * PS, moved = 4 * PS;
+    unsigned char *h = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *donor = mmap(NULL, moved, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (h == MAP_FAILED || donor == MAP_FAILED) {
+        say("setup", "mmap failed");
+        exit(1);
+    }
+    memset(donor, 7, moved);
+    memset(h, 9, n);
+    if (mremap(donor, moved, moved, MREMAP_MAYMOVE | MREMAP_FIXED, h + 6 * PS) == MAP_FAILED) {
+        say("setup", "mremap failed");
+        exit(1);
+    }
+    CUdeviceptr dv;
+    NEED(d.mem_alloc(&dv, n));
+    test_fill(h, n, 31);
+    say("register", "%s", rcs(d.host_register(h, n, 0)));
+    say_dev("h2d", d.htod(dv, h, n), dv, n);
+    memset(h, 0, n);
+    CUresult r = d.dtoh(h, dv, n);
+    say("d2h", "%s; host %s", rcs(r), digest(h, n));
+    say("unregister", "%s", rcs(d.host_unregister(h)));
+    test_fill(h, n, 32);
+    say_dev("h2d_after", d.htod(dv, h, n), dv, n);
+    munmap(h, n);
 }

@@ -13,6 +13,12 @@
  *   staging freshdst_part - the same writing only the first half of the buffer
  *   staging freshdst_advised | freshdst_nohuge - the program advises MADV_HUGEPAGE | MADV_NOHUGEPAGE
  *                             for the buffer before the copy
+ *   staging recycle  - rounds of staged D2H copies into buffers just allocated, freed after each
+ *                      round (an offload loop): bytes, a marker just past each copy in the same
+ *                      buffer, a forked child's view of a destination and a realloc that grows one
+ *                      (RECYCLE_SLEEP_MS: then idle that long before exit)
+ *   staging recycle_mmap - a round of malloc'd destinations freed, then a D2H into a mapping of the
+ *                      program's own, which the program then grows with mremap
  *   staging prewarm  - a small pageable copy (none with PREWARM_NO_SMALL_COPY set), a wait (up to 5 s,
  *                      under the shim only) for the pool to have memory, then a round trip of
  *                      PREWARM_BYTES (default 32 MiB), the H2D synchronized before the D2H (stderr:
@@ -447,6 +453,92 @@ static int scenario_freshdst_part(void) { return fresh_destination(32u << 20, -1
 static int scenario_freshdst_advised(void) { return fresh_destination(64u << 20, MADV_HUGEPAGE); }
 static int scenario_freshdst_nohuge(void) { return fresh_destination(64u << 20, MADV_NOHUGEPAGE); }
 
+/* One round of an offload loop: `count` buffers just allocated, of `small` bytes and of `large`
+ * alternately, each filled by a D2H. glibc serves the small ones from its heap once its threshold
+ * has grown, each copied but for its last 64 bytes (a marker the program wrote there must stay);
+ * the large ones always from a mapping of their own, each copied in full. Returns the buffers. */
+static unsigned char **offload_round(CUdeviceptr dev, const unsigned char *want, size_t small, size_t large, int count,
+                                     int round)
+{
+    unsigned char **buf = malloc((size_t)count * sizeof *buf);
+    uint64_t h = 0;
+    for (int i = 0; i < count; i++) {
+        size_t n = i % 2 ? large : small, marker = i % 2 ? 0 : 64;
+        buf[i] = malloc(n);
+        memset(buf[i] + n - marker, 0xA5, marker);
+        CHECK(d.dtoh(buf[i], dev, n - marker));
+        expect_same("fresh destination", n - marker, want, buf[i]);
+        for (size_t k = n - marker; k < n; k++)
+            if (buf[i][k] != 0xA5) {
+                fprintf(stderr, "round %d buffer %d: byte %zu past the copy changed\n", round, i, k);
+                exit(1);
+            }
+        h = h * 31 + test_hash(buf[i], n);
+    }
+    printf("recycle: round %d, %d buffers, hash %016llx\n", round, count, (unsigned long long)h);
+    return buf;
+}
+
+static int scenario_recycle(void)
+{
+    const size_t small = (16u << 20) + 4096, n = (36u << 20) + 4096;
+    const int count = 4, rounds = 4;
+    unsigned char *want = malloc(n);
+    CUdeviceptr dev;
+    CHECK(d.mem_alloc(&dev, n));
+    test_fill(want, n, 91);
+    CHECK(d.htod(dev, want, n));
+    for (int r = 0; r < rounds; r++) {
+        unsigned char **buf = offload_round(dev, want, small, n, count, r);
+        if (r == rounds - 1) {
+            fflush(stdout);
+            pid_t child = fork(); /* the child sees what the parent's buffer holds */
+            if (child == 0)
+                _exit(memcmp(buf[1], want, n) == 0 && memcmp(buf[0], want, small - 64) == 0 ? 0 : 3);
+            int status = 0;
+            waitpid(child, &status, 0);
+            printf("recycle: forked child read the destination: exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            buf[1] = realloc(buf[1], 2 * n); /* grows a destination: its bytes come along */
+            expect_same("realloc'd destination", n, want, buf[1]);
+        }
+        for (int i = 0; i < count; i++)
+            free(buf[i]);
+        free(buf);
+    }
+    CHECK(d.mem_free(dev));
+    if (getenv("RECYCLE_SLEEP_MS")) /* idle after the last free, as a program computing would be */
+        usleep((useconds_t)atoi(getenv("RECYCLE_SLEEP_MS")) * 1000u);
+    return 0;
+}
+
+static int scenario_recycle_mmap(void)
+{
+    const size_t n = (16u << 20) + 4096, len = n;
+    unsigned char *want = malloc(n);
+    CUdeviceptr dev;
+    CHECK(d.mem_alloc(&dev, n));
+    test_fill(want, n, 92);
+    CHECK(d.htod(dev, want, n));
+    for (int r = 0; r < 2; r++) {
+        unsigned char **buf = offload_round(dev, want, n, n, 2, r);
+        free(buf[0]);
+        free(buf[1]);
+        free(buf);
+    }
+    unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(d.dtoh(m, dev, len));
+    void *grown = mremap(m, len, 2 * len, MREMAP_MAYMOVE); /* fails where the mapping was split */
+    if (grown == MAP_FAILED) {
+        perror("recycle_mmap: mremap of the program's mapping");
+        return 1;
+    }
+    expect_same("mapping grown with mremap", n, want, grown);
+    printf("recycle_mmap: the program's mapping grew with mremap, hash %016llx\n",
+           (unsigned long long)test_hash(grown, n));
+    CHECK(d.mem_free(dev));
+    return 0;
+}
+
 /* The pool's bytes as the shim's JSON summary reports them (pinshim_summary_write), or -1 when no
  * shim is loaded. */
 static long long shim_pool_bytes(void)
@@ -598,6 +690,8 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "freshdst_advised")) return scenario_freshdst_advised();
     if (!strcmp(argv[1], "freshdst_nohuge")) return scenario_freshdst_nohuge();
     if (!strcmp(argv[1], "freshdst_part")) return scenario_freshdst_part();
+    if (!strcmp(argv[1], "recycle")) return scenario_recycle();
+    if (!strcmp(argv[1], "recycle_mmap")) return scenario_recycle_mmap();
     if (!strcmp(argv[1], "prewarm")) return scenario_prewarm();
     if (!strcmp(argv[1], "share")) return scenario_share();
     if (!strcmp(argv[1], "reset")) return scenario_reset();
