@@ -98,9 +98,10 @@ OMP_LLVM_PROG := $(BUILD)/tests/openmp_stage_llvm
 $(OMP_LLVM_PROG): tests/progs/openmp_stage.c $(wildcard tests/progs/*.h)
 	@mkdir -p $(@D)
 	clang $(filter-out -Wextra,$(PROG_CFLAGS)) -fopenmp $< -o $@ -ldl
-# workers_check likewise compiles shim/stage/workers.c, omp_team.c and stream_copy.c in, with OpenMP.
+# workers_check likewise compiles shim/stage/workers.c, omp_team.c, stream_copy.c and base/util.c in, with OpenMP.
 $(BUILD)/tests/workers_check: shim/stage/workers.c shim/stage/workers.h shim/stage/stream_copy.c
 $(BUILD)/tests/workers_check: shim/stage/omp_team.c shim/stage/omp_team.h
+$(BUILD)/tests/workers_check: shim/base/util.c
 $(BUILD)/tests/workers_check: PROG_CFLAGS += -Ishim -Ipolicy -fopenmp
 
 # The differential fuzzer (tests/fuzz): one program from several files; it finds the driver at run

@@ -1,5 +1,5 @@
 /* common.h: small pieces every shim file uses: symbol visibility, the clock, the
- * thread-local reentrancy depth, and the one place diagnostics are written.
+ * thread-local reentrancy depth, the shim's own threads, and the one place diagnostics are written.
  * Contract: everything here is safe to call before the shim is initialized. */
 #ifndef PINSHIM_COMMON_H
 #define PINSHIM_COMMON_H
@@ -54,6 +54,10 @@ static inline void pinshim_leave(void) { pinshim_depth--; }
 /* pthread_cond_timedwait for at most `ns` on a condition variable made with its default clock
  * (PTHREAD_COND_INITIALIZER: CLOCK_REALTIME, so the deadline is taken from that clock). */
 void pinshim_cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t ns);
+
+/* Starts a detached thread of the shim's own with every signal blocked (the program's signals are
+ * not for the shim's threads); pthread_create's result. */
+int pinshim_start_thread(void *(*main_fn)(void *), void *arg);
 
 /* Diagnostics go to stderr with the sanitizer-style "==pid== pinshim:" prefix.
  * Thread-safe (one write(2) per message); not async-signal-safe (uses vsnprintf). */

@@ -1,6 +1,8 @@
-/* util.c: the diagnostic writer, the reentrancy counter and the timed wait declared in common.h. */
+/* util.c: the diagnostic writer, the reentrancy counter, the timed wait and the thread starter
+ * declared in common.h. */
 #include "common.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -35,4 +37,19 @@ void pinshim_cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t
         until.tv_nsec -= 1000000000L;
     }
     pthread_cond_timedwait(cond, mutex, &until);
+}
+
+int pinshim_start_thread(void *(*main_fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* the new thread inherits the full mask */
+    pthread_t t;
+    int r = pthread_create(&t, &attr, main_fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return r;
 }

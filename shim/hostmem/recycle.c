@@ -8,8 +8,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
-#include <time.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -34,7 +32,7 @@ struct region {
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t aging; /* the trimming thread waits on it (CLOCK_MONOTONIC) */
+static pthread_cond_t aging = PTHREAD_COND_INITIALIZER; /* the trimming thread waits on it */
 static bool trimmer_started; /* under mu */
 static struct region regions[MAX_REGIONS]; /* oldest first */
 static unsigned n_regions;
@@ -193,14 +191,11 @@ static void *trimmer_main(void *arg)
             pthread_cond_wait(&aging, &mu);
             continue;
         }
-        uint64_t due = regions[0].kept_ns + keep_ns;
-        if (pinshim_now_ns() > due) {
+        uint64_t due = regions[0].kept_ns + keep_ns, now = pinshim_now_ns();
+        if (now > due)
             release_old_locked(0);
-            continue;
-        }
-        due++; /* past it, not at it */
-        struct timespec ts = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
-        pthread_cond_timedwait(&aging, &mu, &ts);
+        else
+            pinshim_cond_wait_ns(&aging, &mu, due - now + 1);
     }
     return NULL;
 }
@@ -211,21 +206,7 @@ static bool start_trimmer_locked(void)
 {
     if (trimmer_started)
         return true;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the clock of pinshim_now_ns */
-    pthread_cond_init(&aging, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old); /* the program's signals are not for this thread */
-    pthread_t t;
-    trimmer_started = pthread_create(&t, &attr, trimmer_main, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
+    trimmer_started = pinshim_start_thread(trimmer_main, NULL) == 0;
     return trimmer_started;
 }
 

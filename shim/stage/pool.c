@@ -4,7 +4,6 @@
 #include "pool.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/queue.h>
@@ -354,17 +353,8 @@ static void *grow_thread(void *arg)
 /* Starts a grow thread (lock held). False when it cannot: the caller grows inline. */
 static bool grow_in_background(int dev)
 {
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    pthread_t t;
     growing = true;
-    int r = pthread_create(&t, &attr, grow_thread, (void *)(intptr_t)dev);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
+    int r = pinshim_start_thread(grow_thread, (void *)(intptr_t)dev);
     if (r != 0)
         growing = false;
     return r == 0;

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -389,16 +388,7 @@ static void start_workers(void)
 {
     unsigned want = workers_parallelism() - 1;
     while (started < want && !start_failed) {
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old); /* the program's signals are not for our threads */
-        int r = pthread_create(&t, &attr, worker_main, (void *)(uintptr_t)started);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        pthread_attr_destroy(&attr);
+        int r = pinshim_start_thread(worker_main, (void *)(uintptr_t)started);
         if (r != 0) {
             start_failed = true;
             pinshim_warn("warning: could not start staging worker threads (%d running); copying with fewer", started);

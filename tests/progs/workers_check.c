@@ -113,17 +113,9 @@ static int jittery_unlock(pthread_mutex_t *m)
 #undef sysconf
 #undef sched_getaffinity
 
-struct policy pinshim_policy;
-__thread int pinshim_depth;
+#include "../../shim/base/util.c" /* pinshim_warn, pinshim_start_thread, the reentrancy depth */
 
-void pinshim_warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
+struct policy pinshim_policy;
 
 #define MiB ((size_t)1 << 20)
 #define GUARD 256
