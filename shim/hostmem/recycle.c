@@ -37,7 +37,8 @@ static bool trimmer_started; /* under mu */
 static struct region regions[MAX_REGIONS]; /* oldest first */
 static unsigned n_regions;
 static bool enabled;     /* by the policy (the constructor), then off if arming fails (atomic) */
-static int armed;        /* a staged D2H wanted the reserve: freed allocations are kept (atomic) */
+static int armed;        /* the kernel can move pages so and the trimming thread runs: copies use the reserve (atomic) */
+static uint64_t wanted;  /* bytes staged D2H copies were to write in whole blocks, not yet kept (atomic) */
 static int kernel_check; /* 0 not yet, 1 mremap can leave the old range mapped, -1 it cannot (under mu) */
 static uint64_t max_bytes, keep_ns;
 /* written under mu, read without it by the summary */
@@ -131,10 +132,22 @@ static void move_in_locked(uintptr_t lo, uintptr_t hi, uintptr_t at)
         sys_munmap(at + (cur - lo), hi - cur);
 }
 
-/* free(base): keeps the whole blocks of a tracked allocation that no registration holds. */
+/* What staged D2H copies asked for: `add` bytes more (capped at max_bytes), or `sub` fewer. */
+static void want(uint64_t add, uint64_t sub)
+{
+    uint64_t w = __atomic_load_n(&wanted, __ATOMIC_RELAXED), next;
+    do {
+        next = w + add > max_bytes ? max_bytes : w + add;
+        next = next > sub ? next - sub : 0;
+    } while (!__atomic_compare_exchange_n(&wanted, &w, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+/* free(base): keeps the whole blocks of a tracked allocation that no registration holds, while
+ * staged D2H copies have wanted more than was kept (a program whose frees feed no fresh
+ * destinations pays for one allocation's move, then nothing). */
 static void on_freeing(uintptr_t base)
 {
-    if (!__atomic_load_n(&armed, __ATOMIC_RELAXED) || !alloc_table_maybe_base(base) || alloc_table_held())
+    if (!__atomic_load_n(&wanted, __ATOMIC_RELAXED) || !alloc_table_maybe_base(base) || alloc_table_held())
         return;
     uintptr_t lo = 0, hi = 0;
     alloc_table_lock();
@@ -154,7 +167,9 @@ static void on_freeing(uintptr_t base)
             sys_munmap((uintptr_t)place, at - (uintptr_t)place);
         if (end > at + (hi - lo))
             sys_munmap(at + (hi - lo), end - (at + (hi - lo)));
+        uint64_t before = kept;
         move_in_locked(lo, hi, at);
+        want(0, kept - before);
     }
     pthread_mutex_unlock(&mu);
 }
@@ -240,7 +255,10 @@ static bool resident(uintptr_t p)
 size_t recycle_fill(void *p, size_t n)
 {
     uintptr_t lo = block_up((uintptr_t)p), hi = block_down((uintptr_t)p + n);
-    if (hi <= lo || !__atomic_load_n(&held, __ATOMIC_RELAXED))
+    if (hi <= lo)
+        return 0;
+    want(hi - lo, 0); /* the next frees keep as much */
+    if (!__atomic_load_n(&held, __ATOMIC_RELAXED))
         return 0;
     int saved_errno = errno;
     size_t moved = 0;
@@ -293,6 +311,7 @@ void recycle_fork_child(void)
     n_regions = 0;
     held = 0;
     armed = 0;
+    wanted = 0;
     __atomic_store_n(&enabled, false, __ATOMIC_RELAXED); /* never armed again: no trimming thread here */
     pthread_mutex_unlock(&mu);
 }

@@ -15,9 +15,12 @@
  * allocator's business, and glibc's realloc copies where mremap refuses), into one not advised
  * huge pages (the reserve is, so no advice of the program's changes), out of an allocation
  * registered with the driver, out of a realloc (its bytes are kept), in a forked child.
- * Memory: the reserve holds at most stage_recycle_max_bytes (the oldest goes back first), and what
- * it kept is given back (munmap) stage_recycle_keep_ms later by a thread of the shim's own if no
- * copy took it. Until then the program's resident memory stays what it was before the free.
+ * Memory: frees are kept only while staged D2H copies have asked for more than was kept (the bytes
+ * of the whole blocks they wrote since), so a program whose frees feed no fresh destinations pays
+ * the move of one allocation and keeps nothing more; the reserve holds at most
+ * stage_recycle_max_bytes (the oldest goes back first), and what it kept is given back (munmap)
+ * stage_recycle_keep_ms later by a thread of the shim's own if no copy took it. Until then the
+ * program's resident memory stays what it was before the free.
  * Contract: thread-safe (one mutex, never held across a driver call; none is made here); the
  * system calls are raw, so the shim's allocation hooks never see them. */
 #ifndef PINSHIM_RECYCLE_H

@@ -408,7 +408,7 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field '(st["recycle_kept_bytes"], st["recycle_filled_bytes"])')" = "(0, 0)" ]
 }
 
-@test "stage_recycle: the cap and the age give the kept pages back, also while the program is idle; a mapping the program made itself is never filled (its mremap still works)" {
+@test "stage_recycle: frees kept only as far as copies asked; the cap and the age give the kept pages back, also while the program is idle; a mapping the program made itself is never filled (its mremap still works)" {
     need_thp_madvise
     staged recycle PINSHIM_PIN_ON_REUSE=on PINSHIM_STAGE_RECYCLE_MAX_BYTES=40M
     diff "$WORK/plain.out" "$WORK/shim.out"
@@ -421,6 +421,11 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     # a program idle after its last free: the shim's thread gives back what no copy took
     staged recycle PINSHIM_PIN_ON_REUSE=on PINSHIM_STAGE_RECYCLE_KEEP_MS=200 RECYCLE_SLEEP_MS=1000
     [ "$(staging_field '(st["recycle_filled_bytes"] > 0, st["recycle_reserve_bytes"], st["recycle_released_bytes"] > 0)')" = "(True, 0, True)" ]
+    # frees are kept only as far as staged D2H copies asked: one 36 MiB copy, then 8 frees of the
+    # program's own 36 MiB buffers keep about one buffer's blocks, not eight
+    staged recycle_demand PINSHIM_PIN_ON_REUSE=on
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field '(0 < st["recycle_kept_bytes"] <= 38 << 20, st["recycle_filled_bytes"])')" = "(True, 0)" ]
     # the program's own mapping: left whole (moving pages into it would split it, and its mremap fail)
     staged recycle_mmap PINSHIM_PIN_ON_REUSE=on
     diff "$WORK/plain.out" "$WORK/shim.out"

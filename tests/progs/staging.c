@@ -17,6 +17,8 @@
  *                      round (an offload loop): bytes, a marker just past each copy in the same
  *                      buffer, a forked child's view of a destination and a realloc that grows one
  *                      (RECYCLE_SLEEP_MS: then idle that long before exit)
+ *   staging recycle_demand - one staged D2H into a fresh buffer, then 8 buffers the program fills
+ *                      and frees without copying them anywhere
  *   staging recycle_mmap - a round of malloc'd destinations freed, then a D2H into a mapping of the
  *                      program's own, which the program then grows with mremap
  *   staging prewarm  - a small pageable copy (none with PREWARM_NO_SMALL_COPY set), a wait (up to 5 s,
@@ -511,6 +513,32 @@ static int scenario_recycle(void)
     return 0;
 }
 
+/* One staged D2H into a fresh buffer, then buffers the program fills and frees itself, copied
+ * nowhere (the shim should keep about what that one copy wrote, not every free). */
+static int scenario_recycle_demand(void)
+{
+    const size_t n = (36u << 20) + 4096;
+    unsigned char *want = malloc(n);
+    CUdeviceptr dev;
+    CHECK(d.mem_alloc(&dev, n));
+    test_fill(want, n, 93);
+    CHECK(d.htod(dev, want, n));
+    unsigned char *dst = malloc(n);
+    CHECK(d.dtoh(dst, dev, n));
+    expect_same("fresh destination", n, want, dst);
+    free(dst);
+    uint64_t h = 0;
+    for (int i = 0; i < 8; i++) {
+        unsigned char *p = malloc(n);
+        test_fill(p, n, (uint32_t)i);
+        h = h * 31 + test_hash(p, n);
+        free(p);
+    }
+    printf("recycle_demand: 8 buffers filled and freed by the program, hash %016llx\n", (unsigned long long)h);
+    CHECK(d.mem_free(dev));
+    return 0;
+}
+
 static int scenario_recycle_mmap(void)
 {
     const size_t n = (16u << 20) + 4096, len = n;
@@ -692,6 +720,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "freshdst_part")) return scenario_freshdst_part();
     if (!strcmp(argv[1], "recycle")) return scenario_recycle();
     if (!strcmp(argv[1], "recycle_mmap")) return scenario_recycle_mmap();
+    if (!strcmp(argv[1], "recycle_demand")) return scenario_recycle_demand();
     if (!strcmp(argv[1], "prewarm")) return scenario_prewarm();
     if (!strcmp(argv[1], "share")) return scenario_share();
     if (!strcmp(argv[1], "reset")) return scenario_reset();
