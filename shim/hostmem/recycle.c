@@ -246,10 +246,11 @@ bool recycle_wanted(void *p, size_t n)
     return __atomic_load_n(&armed, __ATOMIC_RELAXED);
 }
 
-static bool resident(uintptr_t p)
+/* Whether p's page is resident: 1 yes, 0 no, -1 not mapped at all (then nothing is moved there). */
+static int resident(uintptr_t p)
 {
     unsigned char v = 0;
-    return syscall(SYS_mincore, p, (size_t)1, &v) == 0 && (v & 1);
+    return syscall(SYS_mincore, p, (size_t)1, &v) != 0 ? -1 : (v & 1);
 }
 
 size_t recycle_fill(void *p, size_t n)
@@ -265,12 +266,15 @@ size_t recycle_fill(void *p, size_t n)
     pthread_mutex_lock(&mu);
     release_old_locked(0);
     for (uintptr_t b = lo; b < hi && n_regions;) {
-        if (resident(b)) {
+        int first = resident(b);
+        if (first < 0)
+            break;
+        if (first) {
             b += BLOCK;
             continue;
         }
-        uintptr_t e = b + BLOCK; /* [b, e): blocks whose first page is not resident */
-        while (e < hi && !resident(e))
+        uintptr_t e = b + BLOCK; /* [b, e): blocks whose first page is mapped, not resident */
+        while (e < hi && resident(e) == 0)
             e += BLOCK;
         while (b < e && n_regions) { /* from the newest region, in its order (the pieces may merge) */
             struct region *r = &regions[n_regions - 1];
