@@ -1,8 +1,8 @@
 /* recycle.h: the pages of freed allocations, moved into the fresh destinations of staged D2H copies.
  * A staged D2H into memory the program has just allocated spends much of its copy-out in
  * first-touch faults (each 2 MiB block a huge page the kernel zeroes before the copy writes it);
- * into resident pages the same copy-out runs about 1.4 times as fast (tests/bench/d2h_bound.c,
- * "fresh" against "moved"). A program that copies into new buffers again and again (a new tensor
+ * into pages moved in from elsewhere the same copy-out ran about 1.3 times as fast on an H100
+ * (tests/bench/d2h_bound.c, "fresh" against "moved"). A program that copies into new buffers again and again (a new tensor
  * each step) frees the old ones, whose pages are still resident. So, once the process has made a
  * staged D2H into a fresh malloc'd destination (armed), a free() of a tracked allocation moves its
  * whole 2 MiB blocks into a reserve the shim holds (mremap with MREMAP_DONTUNMAP: page tables move,
@@ -37,7 +37,7 @@ struct alloc_subscriber;
 const struct alloc_subscriber *recycle_configure(void);
 
 /* A staged D2H is about to write [p, p + n) in full, a destination advised huge pages: true when
- * it is a malloc'd allocation the reserve may fill (and from now on freed allocations are kept). */
+ * it is a malloc'd allocation the reserve may fill (recycle_fill then also counts what it wants). */
 bool recycle_wanted(void *p, size_t n);
 
 /* Part of that copy, [p, p + n), its DMA done, is about to be copied out: moves reserve blocks over
