@@ -1,7 +1,7 @@
 /* alloc_events.h: what the allocation hooks (alloc.c) tell the rest of the shim, as events, in the
  * manner of UCX's memory hooks (ucm): memory was allocated; a block is about to be released (free,
- * realloc; a free, whose bytes nobody reads again, is also told as such) or a range unmapped (munmap, mremap's old range, a MAP_FIXED mapping over it); a mapping
- * moves (mremap); the contents of a range are about to be discarded (madvise DONTNEED, FREE,
+ * realloc; a free, whose bytes nobody reads again, is also told as such) or a range unmapped
+ * (munmap, mremap's old range, a MAP_FIXED mapping over it); a mapping moves (mremap); the contents of a range are about to be discarded (madvise DONTNEED, FREE,
  * REMOVE). The hooks never know who listens: subscribers (today the registration cache, wired in
  * interpose/init.c) register at start-up and do their own work in their callbacks.
  * What a free costs is kept small: an `allocated` event is published only for sizes of at least
@@ -26,7 +26,7 @@ enum alloc_origin { ORIGIN_MALLOC, ORIGIN_MMAP };
 struct alloc_subscriber {
     size_t min_bytes; /* smallest allocation it wants to hear of */
     void (*allocated)(uintptr_t base, size_t size, enum alloc_origin origin);
-    void (*freeing)(uintptr_t base);              /* free only, before `releasing`: its bytes are given up */
+    void (*freeing)(uintptr_t base);              /* free only, before `releasing`: bytes given up */
     void (*releasing)(uintptr_t base);            /* free, realloc: before the allocator has it */
     void (*unmapping)(uintptr_t lo, uintptr_t hi); /* munmap, mremap's old range, MAP_FIXED */
     bool (*moving)(uintptr_t old_base);           /* mremap, before: true = tell me where it went */

@@ -33,13 +33,11 @@ struct region {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t aging = PTHREAD_COND_INITIALIZER; /* the trimming thread waits on it */
-static bool trimmer_started; /* under mu */
 static struct region regions[MAX_REGIONS]; /* oldest first */
 static unsigned n_regions;
-static bool enabled;     /* by the policy (the constructor), then off if arming fails (atomic) */
-static int armed;        /* the kernel can move pages so and the trimming thread runs: copies use the reserve (atomic) */
+static bool enabled;     /* by the policy (the constructor), then off if arming fails (atomic; set under mu) */
+static int armed;        /* the kernel can move pages so and the trimming thread runs (atomic; set under mu) */
 static uint64_t wanted;  /* bytes staged D2H copies were to write in whole blocks, not yet kept (atomic) */
-static int kernel_check; /* 0 not yet, 1 mremap can leave the old range mapped, -1 it cannot (under mu) */
 static uint64_t max_bytes, keep_ns;
 /* written under mu, read without it by the summary */
 static uint64_t kept, filled, released, held, high;
@@ -57,20 +55,16 @@ static bool sys_mremap_to(uintptr_t from, size_t len, uintptr_t to, int extra_fl
 
 static void sys_munmap(uintptr_t lo, size_t len) { syscall(SYS_munmap, lo, len); }
 
-/* Whether mremap can move pages and leave the old range mapped (MREMAP_DONTUNMAP). */
+/* Whether mremap can move pages and leave the old range mapped (MREMAP_DONTUNMAP, Linux 5.7). */
 static bool kernel_keeps_old_range(void)
 {
-    if (kernel_check == 0) {
-        long page = sysconf(_SC_PAGESIZE);
-        long a = syscall(SYS_mmap, NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        kernel_check = -1;
-        if (a != -1) {
-            if (sys_mremap_to((uintptr_t)a, (size_t)page, (uintptr_t)a + (uintptr_t)page, MREMAP_DONTUNMAP))
-                kernel_check = 1;
-            sys_munmap((uintptr_t)a, 2 * (size_t)page);
-        }
-    }
-    return kernel_check == 1;
+    long page = sysconf(_SC_PAGESIZE);
+    long a = syscall(SYS_mmap, NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (a == -1)
+        return false;
+    bool keeps = sys_mremap_to((uintptr_t)a, (size_t)page, (uintptr_t)a + (uintptr_t)page, MREMAP_DONTUNMAP);
+    sys_munmap((uintptr_t)a, 2 * (size_t)page);
+    return keeps;
 }
 
 /* Gives back the oldest regions: those kept longer than keep_ns, then as many as needed for
@@ -215,16 +209,6 @@ static void *trimmer_main(void *arg)
     return NULL;
 }
 
-/* Under mu, at the first arming. False when the thread cannot start (then nothing is kept: a
- * reserve nobody trims could outlive the program's need by hours). */
-static bool start_trimmer_locked(void)
-{
-    if (trimmer_started)
-        return true;
-    trimmer_started = pinshim_start_thread(trimmer_main, NULL) == 0;
-    return trimmer_started;
-}
-
 bool recycle_wanted(void *p, size_t n)
 {
     if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED) || block_down((uintptr_t)p + n) <= block_up((uintptr_t)p))
@@ -235,12 +219,16 @@ bool recycle_wanted(void *p, size_t n)
     alloc_table_unlock();
     if (!from_malloc)
         return false;
-    if (!__atomic_load_n(&armed, __ATOMIC_RELAXED)) {
+    if (!__atomic_load_n(&armed, __ATOMIC_RELAXED)) { /* the first such copy arms, once */
         pthread_mutex_lock(&mu);
-        if (kernel_keeps_old_range() && start_trimmer_locked())
-            __atomic_store_n(&armed, 1, __ATOMIC_RELAXED);
-        else
-            __atomic_store_n(&enabled, false, __ATOMIC_RELAXED); /* asked once */
+        if (!armed && enabled) {
+            /* without the trimming thread nothing is kept: a reserve nobody trims could outlive
+             * the program's need by hours */
+            if (kernel_keeps_old_range() && pinshim_start_thread(trimmer_main, NULL) == 0)
+                __atomic_store_n(&armed, 1, __ATOMIC_RELAXED);
+            else
+                __atomic_store_n(&enabled, false, __ATOMIC_RELAXED);
+        }
         pthread_mutex_unlock(&mu);
     }
     return __atomic_load_n(&armed, __ATOMIC_RELAXED);
@@ -266,15 +254,9 @@ size_t recycle_fill(void *p, size_t n)
     pthread_mutex_lock(&mu);
     release_old_locked(0);
     for (uintptr_t b = lo; b < hi && n_regions;) {
-        int first = resident(b);
-        if (first < 0)
-            break;
-        if (first) {
-            b += BLOCK;
-            continue;
-        }
-        uintptr_t e = b + BLOCK; /* [b, e): blocks whose first page is mapped, not resident */
-        while (e < hi && resident(e) == 0)
+        uintptr_t e = b; /* [b, e): blocks whose first page is mapped, not resident */
+        int at_e = 0;
+        while (e < hi && (at_e = resident(e)) == 0)
             e += BLOCK;
         while (b < e && n_regions) { /* from the newest region, in its order (the pieces may merge) */
             struct region *r = &regions[n_regions - 1];
@@ -289,6 +271,9 @@ size_t recycle_fill(void *p, size_t n)
             moved += len;
             b += len;
         }
+        if (at_e < 0)
+            break; /* e is not mapped at all */
+        b = e + BLOCK; /* e is resident (or the end) */
     }
 out:
     pthread_mutex_unlock(&mu);

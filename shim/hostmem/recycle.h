@@ -2,11 +2,12 @@
  * A staged D2H into memory the program has just allocated spends much of its copy-out in
  * first-touch faults (each 2 MiB block a huge page the kernel zeroes before the copy writes it);
  * into pages moved in from elsewhere the same copy-out ran about 1.3 times as fast on an H100
- * (tests/bench/d2h_bound.c, "fresh" against "moved"). A program that copies into new buffers again and again (a new tensor
- * each step) frees the old ones, whose pages are still resident. So, once the process has made a
- * staged D2H into a fresh malloc'd destination (armed), a free() of a tracked allocation moves its
- * whole 2 MiB blocks into a reserve the shim holds (mremap with MREMAP_DONTUNMAP: page tables move,
- * no byte is copied, and the program's range stays mapped, empty, until its allocator unmaps it);
+ * (tests/bench/d2h_bound.c, "fresh" against "moved"). A program that copies into new buffers
+ * again and again (a new tensor each step) frees the old ones, whose pages are still resident.
+ * So, once the process has made a staged D2H into a fresh malloc'd destination (armed), a free()
+ * of a tracked allocation moves its whole 2 MiB blocks into a reserve the shim holds (mremap with
+ * MREMAP_DONTUNMAP: page tables move, no byte is copied, and the program's range stays mapped,
+ * empty, until its allocator unmaps it);
  * a later staged D2H moves reserve blocks over the blocks of its destination that it is about to
  * write in full and whose pages are not resident, just before writing them. The copy overwrites
  * every byte of those blocks, so the program reads exactly what it would have read.
