@@ -91,7 +91,7 @@ load common
 
 @test "observe_ab (the C loop measured inside one process): groups and medians under the shim, nothing without it or with the guard" {
     gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"${CUDA_HOME:-/usr/local/cuda}/include" \
-        "$ROOT/tests/bench/observe_ab.c" -o "$WORK/observe_ab" -ldl
+        "$ROOT/tests/bench/observe_ab.c" -o "$WORK/observe_ab" -ldl -lm
     run_app plain noshim "$WORK/observe_ab" 3 50
     [ "$(cat "$WORK/plain.rc")" = 0 ]
     grep -q 'pinshim_bench_observe not found .*nothing measured' "$WORK/plain.out"

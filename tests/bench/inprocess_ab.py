@@ -12,8 +12,13 @@ small block of its pinned host allocator and a stream sync); 1000 x 4 KB pageabl
 non_blocking=True (one async H2D each: the host allocator records no event per copy); an event
 record and query. (The kinds and calls as the shim's summary counted them on an H200, 2026-11-26.)
 
-Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N]
-(default 16 groups). Needs PyTorch and a GPU; prints a line and exits 0 without them. Never asserts
+Blocks are short (--ops operations each, default 100: about a millisecond): this host's CPU speed
+flips between two levels some 20 % apart every few tens of milliseconds (a pure-Python control
+row, timed in the same blocks, shows it), so long blocks pair a fast block with a slow one and
+spread the differences by more than the shim's cost; short adjacent blocks share the level.
+
+Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K]
+(default 200 groups of 100 operations). Needs PyTorch and a GPU; prints a line and exits 0 without them. Never asserts
 a timing."""
 import argparse
 import ctypes
@@ -24,8 +29,13 @@ import time
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--groups", type=int, default=16, help="groups of four blocks per workload (default 16)")
+    p.add_argument("--groups", type=int, default=200, help="groups of four blocks per workload (default 200)")
+    p.add_argument("--ops", type=int, default=100, help="operations per block, at most 1000 (default 100)")
     args = p.parse_args()
+    if not 1 <= args.ops <= 1000 or args.groups < 4:
+        sys.exit("inprocess_ab.py: --ops must be 1 to 1000 and --groups at least 4, not %d and %d" % (args.ops,
+                                                                                                  args.groups))
+    ops = args.ops
     observe = getattr(ctypes.CDLL(None), "pinshim_bench_observe", None)
     if observe is None:
         sys.exit("inprocess_ab.py: pinshim_bench_observe not found: run it with LD_PRELOAD=build/libpinshim.so")
@@ -43,50 +53,61 @@ def main():
     pinned = list(torch.stack(small).pin_memory().unbind(0))
     ev = torch.cuda.Event()
 
-    def item(n=2000):
-        for _ in range(n):
+    turn = [0]
+
+    def next_slice(tensors):
+        """The next ops tensors of the 1000, round the list: each block copies other tensors."""
+        start = turn[0]
+        turn[0] = (start + ops) % len(tensors)
+        return [tensors[(start + i) % len(tensors)] for i in range(ops)]
+
+    def item():
+        for _ in range(ops):
             x.item()
-        return n
+        return ops
 
-    def pageable_4k():
-        for t in small:
-            t.to(dev)
+    def copies(tensors, **kw):
+        batch = next_slice(tensors)
         torch.cuda.synchronize()
-        return len(small)
-
-    def pageable_4k_nb():
-        for t in small:
-            t.to(dev, non_blocking=True)
+        t = time.perf_counter()
+        for tensor in batch:
+            tensor.to(dev, **kw)
         torch.cuda.synchronize()
-        return len(small)
+        return time.perf_counter() - t
 
-    def pinned_4k():
-        for t in pinned:
-            t.to(dev, non_blocking=True)
-        torch.cuda.synchronize()
-        return len(pinned)
-
-    def events(n=2000):
-        for _ in range(n):
+    def events():
+        for _ in range(ops):
             ev.record()
             ev.query()
-        return n
+        return ops
+
+    def control():
+        """Pure Python, no CUDA: moves with the CPU's speed, never with the shim."""
+        acc = 0
+        for i in range(ops * 200):
+            acc += i
+        return ops
 
     def block(fn, on):
+        """ns per operation of one block, observing (on) or forwarding."""
         if observe(1 if on else 0) != 0:
             sys.exit("inprocess_ab.py: the shim refused to switch (guard on, registrations held, or "
                      "PINSHIM_INTERCEPT=off): run it with the defaults")
+        if isinstance(fn, tuple):  # copies: timed inside, around the copies and their synchronize
+            return fn[0](fn[1], **fn[2]) / ops * 1e9
         torch.cuda.synchronize()
         t = time.perf_counter()
         n = fn()
         return (time.perf_counter() - t) / n * 1e9
 
-    print("%-22s %12s %12s %28s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
-                                        "ratio"))
-    for name, fn in (("item", item), ("4KB pageable", pageable_4k), ("4KB pageable nb", pageable_4k_nb),
-                     ("4KB pinned nb", pinned_4k), ("event record+query", events)):
+    print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
+                                             "mean +- 2 se", "ratio"))
+    for name, fn in (("item", item), ("4KB pageable", (copies, small, {})),
+                     ("4KB pageable nb", (copies, small, {"non_blocking": True})),
+                     ("4KB pinned nb", (copies, pinned, {"non_blocking": True})), ("event record+query", events),
+                     ("control (no CUDA)", control)):
         for _ in range(3):
-            fn()
+            block(fn, True)
         fwd, obs, diffs = [], [], []
         for _ in range(args.groups):
             o1, f1, f2, o2 = block(fn, True), block(fn, False), block(fn, False), block(fn, True)
@@ -96,8 +117,9 @@ def main():
         observe(1)
         q = statistics.quantiles(diffs, n=4)
         f, o = statistics.median(fwd), statistics.median(obs)
-        print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %7.3fx" % (
-            name, f, o, statistics.median(diffs), q[0], q[2], f / o), flush=True)
+        se = statistics.stdev(diffs) / len(diffs) ** 0.5
+        print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %+8.1f +-%4.0f %7.3fx" % (
+            name, f, o, statistics.median(diffs), q[0], q[2], statistics.fmean(diffs), 2 * se, f / o), flush=True)
 
 
 if __name__ == "__main__":

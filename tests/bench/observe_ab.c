@@ -15,8 +15,9 @@
  * of a framework's hot loop, whose own work evicts them (0, the default: none).
  * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB]]]
  *        (default 20 2000 0)
- * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl */
+ * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl -lm */
 #define _GNU_SOURCE
+#include <math.h>
 #include <time.h>
 
 #include "../progs/testutil.h"
@@ -112,12 +113,19 @@ int main(int argc, char **argv)
         printf("%6d %12.0f %12.0f %+10.0f\n", g, (t[0] + t[3]) / 2, (t[1] + t[2]) / 2, diff[g]);
     }
     observe(1);
-    double lo = diff[0], hi = diff[0];
-    for (int g = 1; g < groups; g++)
+    double lo = diff[0], hi = diff[0], sum = 0, sq = 0;
+    for (int g = 0; g < groups; g++) {
         lo = diff[g] < lo ? diff[g] : lo, hi = diff[g] > hi ? diff[g] : hi;
+        sum += diff[g];
+    }
+    double mean = sum / groups;
+    for (int g = 0; g < groups; g++)
+        sq += (diff[g] - mean) * (diff[g] - mean);
+    double se2 = groups > 1 ? 2 * sqrt(sq / (groups - 1) / groups) : 0;
     printf("median: observe %.0f ns, forward %.0f ns, observe - forward %+.0f ns per iteration (groups %+.0f to %+.0f), "
-           "%d groups of 4 x %d iterations\n",
-           bench_median(on, 2 * groups), bench_median(off, 2 * groups), bench_median(diff, groups), lo, hi, groups, iters);
+           "mean %+.1f +- %.1f (2 standard errors), %d groups of 4 x %d iterations\n",
+           bench_median(on, 2 * groups), bench_median(off, 2 * groups), bench_median(diff, groups), lo, hi, mean, se2,
+           groups, iters);
     CHECK(d.mem_free(dev));
     CHECK(d.free_host(host));
     CHECK(d.stream_destroy(s));
