@@ -12,6 +12,13 @@
 static unsigned generation = 1; /* a thread's cache is valid while it holds this number */
 static bool allowed = true;      /* false in a forked child */
 
+/* How many devices the process sees: DEVICES_UNASKED until the driver answered cuDeviceGetCount
+ * (it refuses before cuInit), then the count, fixed for the process's life (CUDA_VISIBLE_DEVICES is
+ * read once, at cuInit); DEVICES_UNKNOWN for good when the driver lacks the call or fails it
+ * otherwise (each copy then asks for its context). */
+enum { DEVICES_UNKNOWN = -1, DEVICES_UNASKED = 0 };
+static int device_count = DEVICES_UNASKED;
+
 static __thread CUcontext tls_ctx __attribute__((tls_model("initial-exec")));
 static __thread int32_t tls_dev __attribute__((tls_model("initial-exec")));
 static __thread unsigned tls_gen __attribute__((tls_model("initial-exec")));
@@ -32,10 +39,37 @@ PINSHIM_HOT CUcontext ctxdev_current_context(void)
     return r == CUDA_SUCCESS ? ctx : NULL;
 }
 
+/* Asks the driver how many devices the process sees (see device_count); in a forked child, or
+ * before cuInit, DEVICES_UNASKED without remembering it. */
+static int ask_device_count(void)
+{
+    typedef CUresult (*fn_device_count)(int *);
+    if (!__atomic_load_n(&allowed, __ATOMIC_RELAXED))
+        return DEVICES_UNASKED;
+    fn_device_count count = (fn_device_count)real_driver_symbol("cuDeviceGetCount");
+    int n = 0;
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    if (count) {
+        pinshim_enter();
+        r = count(&n);
+        pinshim_leave();
+    }
+    if (r == CUDA_ERROR_NOT_INITIALIZED)
+        return DEVICES_UNASKED;
+    n = r == CUDA_SUCCESS && n >= 1 ? n : DEVICES_UNKNOWN;
+    __atomic_store_n(&device_count, n, __ATOMIC_RELAXED);
+    return n;
+}
+
 PINSHIM_HOT int32_t ctxdev_current(void)
 {
     typedef CUresult (*fn_ctx_device)(CUdevice *);
     static void *device_slot;
+    int devices = __atomic_load_n(&device_count, __ATOMIC_RELAXED);
+    if (PINSHIM_UNLIKELY(devices == DEVICES_UNASKED))
+        devices = ask_device_count();
+    if (devices == 1)
+        return 0;
     CUcontext ctx = ctxdev_current_context();
     if (!ctx)
         return -1;

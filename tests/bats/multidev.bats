@@ -41,8 +41,11 @@ PY
     same_on_two threads threads
 }
 
-@test "peer copies between the devices mixed with pageable copies" {
+@test "peer copies between the devices mixed with pageable copies; each copy counted on its context's device" {
     same_on_two peer peer
+    # host -> device 0 with device 0 current, device 1 -> host with device 1 current
+    [ "$(summary peer 'sorted({(x["dir"], x["device"]) for x in s["transfers"] if x["dir"] != "peer"})')" = \
+        "[('d2h', 1), ('h2d', 0)]" ]
 }
 
 @test "a context created, used and destroyed, then a primary context reset, while the shim holds memory in them" {

@@ -29,6 +29,27 @@ load common
     python3 "$ROOT/tests/helpers/summary_check.py" "$WORK/s.json" "$WORK/shim.out"
 }
 
+@test "a copy's device: with one device the shim never asks the driver which context is current; the error codes stay the same" {
+    for n in 1 2; do
+        FAKECUDA_DEVICES=$n run_app plain$n noshim "$T/errors"
+        FAKECUDA_DEVICES=$n FAKECUDA_CALL_LOG="$WORK/calls$n" PINSHIM_SUMMARY=json run_app dev$n shim "$T/errors"
+        show dev$n
+        diff "$WORK/plain$n.out" "$WORK/dev$n.out"
+        python3 - "$WORK/dev$n.err" "$(sed -n 's/^expect failed //p' "$WORK/plain$n.out")" <<'PY'
+import json, sys
+s = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
+assert s["failed_copies"] == int(sys.argv[2]), (s["failed_copies"], sys.argv[2])
+assert [(t["dir"], t["device"], t["count"]) for t in s["transfers"]] == [("h2d", 0, 1)], s["transfers"]
+PY
+    done
+    # two devices: the current context asked on each observed copy; one device: not at all
+    local one two
+    one=$(awk '$1 == "cuCtxGetCurrent" {print $2}' "$WORK/calls1")
+    two=$(awk '$1 == "cuCtxGetCurrent" {print $2}' "$WORK/calls2")
+    echo "cuCtxGetCurrent calls: one device ${one:-0}, two $two"
+    [ "$two" -ge $(( ${one:-0} + 10 )) ]
+}
+
 @test "error codes are the same through the per-thread route" {
     run_app plain noshim "$T/errors" getproc_ptds
     run_app shim shim "$T/errors" getproc_ptds

@@ -3,8 +3,9 @@
  * once without touching its arguments, except the few the shim and the benchmark need an answer
  * from: cuGetProcAddress (any name: itself for "cuGetProcAddress", the no-op otherwise), host
  * allocation (plain page-aligned memory), pointer attributes (all zero: pageable), capture status
- * (none), the current context and the driver version. It moves no data and knows no handles:
- * benchmarks only, never a test of behaviour (that is the fake driver's job, tests/fakecuda).
+ * (none), the current context, the device count (one, as on a machine of one GPU) and the driver
+ * version. It moves no data and knows no handles: benchmarks only, never a test of behaviour (that
+ * is the fake driver's job, tests/fakecuda).
  * cuda.h is not included (its prototypes would clash with the one no-op behind many names); the
  * few types and values used are the driver ABI's.
  * Build: gcc -O2 -shared -fPIC nullcuda.c -o libcuda.so.1 */
@@ -91,6 +92,12 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *ctx)
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuDeviceGetCount(int *count)
+{
+    *count = 1;
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, int *);
 EXPORT CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
 
@@ -103,6 +110,7 @@ static void *lookup(const char *name, int version)
         {"cuDriverGetVersion", (void *)cuDriverGetVersion}, {"cuMemHostAlloc", (void *)cuMemHostAlloc},
         {"cuMemAllocHost", (void *)cuMemAllocHost_v2},      {"cuPointerGetAttributes", (void *)cuPointerGetAttributes},
         {"cuStreamIsCapturing", (void *)cuStreamIsCapturing}, {"cuCtxGetCurrent", (void *)cuCtxGetCurrent},
+        {"cuDeviceGetCount", (void *)cuDeviceGetCount},
     };
     if (strcmp(name, "cuGetProcAddress") == 0)
         return version >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)cuGetProcAddress;

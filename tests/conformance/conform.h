@@ -32,6 +32,7 @@
     X(ctx_create, "cuCtxCreate_v2", "cuCtxCreate", 3020, (CUcontext *, unsigned int, CUdevice))        \
     X(ctx_destroy, "cuCtxDestroy_v2", "cuCtxDestroy", 13000, (CUcontext))                              \
     X(ctx_get_current, "cuCtxGetCurrent", "cuCtxGetCurrent", 13000, (CUcontext *))                     \
+    X(ctx_get_device, "cuCtxGetDevice", "cuCtxGetDevice", 2000, (CUdevice *))                          \
     X(primary_reset, "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxReset", 13000, (CUdevice))       \
     X(event_destroy, "cuEventDestroy_v2", "cuEventDestroy", 13000, (CUevent))                          \
     X(driver_version, "cuDriverGetVersion", "cuDriverGetVersion", 13000, (int *))                      \
@@ -125,6 +126,7 @@ void gate_finish(struct gate *g); /* opens it and joins the helper thread */
  * sticky error) come last. Each runs in a fresh process. */
 #define CONF_CASES(X)                                                                                  \
     X("devices", case_devices)                                                                         \
+    X("devices.ordinals", case_devices_ordinals)                                                       \
     X("edges.reg_pages", case_edges_reg_pages)                                                         \
     X("edges.reg_subpage", case_edges_reg_subpage)                                                     \
     X("edges.pinned", case_edges_pinned)                                                               \
