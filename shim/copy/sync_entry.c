@@ -1,36 +1,49 @@
 /* sync_entry.c: handlers of the synchronization points (stream/context/event synchronize, queries,
  * event records). They are counted and timed (the calls that cannot block, records and queries,
- * one call in PINSHIM_SAMPLE_EVERY: base/clock.h), and a successful one releases the guard's ranges
- * it covers (guard/guard.h); a host function's launch lets the guard wrap it. The program sees the
- * real result. */
+ * one call in PINSHIM_SAMPLE_EVERY; the blocking ones every call, or by sync_timing = adaptive:
+ * base/clock.h), and a successful one releases the guard's ranges it covers (guard/guard.h); a
+ * host function's launch lets the guard wrap it. The program sees the real result. */
 #include "base/clock.h"
 #include "driver_shapes.h"
 #include "entry.h"
 #include "guard/guard.h"
 #include "observe/ctxdev.h"
 
-/* Runs call, timed for `weight` (1: every call; pinshim_sample_weight(): sampled). */
-#define TIMED_SYNC(call, weight)                                                                    \
+/* Runs call, timed for `weight` (0: not timed; see base/clock.h); `blocking` feeds the duration of
+ * a timed call back to the thread's choice of weights (pinshim_wait_timed). */
+#define TIMED_SYNC(call, weight, blocking)                                                          \
     do {                                                                                            \
-        uint64_t w_ = (weight), t0_ = pinshim_ticks_if(w_);                                         \
+        uint64_t w_ = (weight), t0_ = pinshim_ticks_if(w_), ns_ = 0;                                \
         result = (call);                                                                            \
-        stats_add_sync(id, pinshim_ticks_weighted(t0_, w_));                                        \
+        if (w_) {                                                                                   \
+            ns_ = pinshim_ticks_since(t0_);                                                         \
+            if (blocking)                                                                           \
+                pinshim_wait_timed(ns_);                                                            \
+        }                                                                                           \
+        stats_add_sync(id, w_ != 0, ns_ * w_);                                                      \
     } while (0)
 
+/* The weight of a blocking call: every call with sync_timing = all, adaptive otherwise. */
+static inline uint64_t wait_weight(void)
+{
+    return pinshim_wait_weight(pinshim_policy.sync_timing == SYNC_TIMING_ADAPTIVE);
+}
+
 /* One handler: counted and timed; on success, `released` tells the guard what the call covered.
- * BLOCKING_SYNC_HANDLER times every call, POLLING_SYNC_HANDLER (calls that return at once) samples. */
-#define SYNC_HANDLER(shape, weight, released)                                                      \
+ * BLOCKING_SYNC_HANDLER times by wait_weight(), POLLING_SYNC_HANDLER (calls that return at once)
+ * one call in PINSHIM_SAMPLE_EVERY. */
+#define SYNC_HANDLER(shape, weight, blocking, released)                                            \
     PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                  \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
         CUresult result;                                                                            \
-        TIMED_SYNC(real(SHAPE_ARGS(shape)), weight);                                                \
+        TIMED_SYNC(real(SHAPE_ARGS(shape)), weight, blocking);                                      \
         if (result == CUDA_SUCCESS)                                                                 \
             released;                                                                               \
         return result;                                                                              \
     }
-#define BLOCKING_SYNC_HANDLER(shape, released) SYNC_HANDLER(shape, 1, released)
-#define POLLING_SYNC_HANDLER(shape, released) SYNC_HANDLER(shape, pinshim_sample_weight(), released)
+#define BLOCKING_SYNC_HANDLER(shape, released) SYNC_HANDLER(shape, wait_weight(), true, released)
+#define POLLING_SYNC_HANDLER(shape, released) SYNC_HANDLER(shape, pinshim_sample_weight(), false, released)
 
 BLOCKING_SYNC_HANDLER(stream_sync, guard_on_stream_done(id, stream))
 POLLING_SYNC_HANDLER(stream_query, guard_on_stream_done(id, stream))
@@ -44,7 +57,7 @@ CUresult shape_ctx_sync(enum driver_entry_id id)
         return real();
     stats_add_call(id);
     CUresult result;
-    TIMED_SYNC(real(), 1);
+    TIMED_SYNC(real(), wait_weight(), true);
     if (result == CUDA_SUCCESS)
         guard_on_ctx_done();
     return result;

@@ -25,7 +25,10 @@ struct cell {
  * pages are touched only for the devices the thread copies to. */
 #define DEVICE_SLOTS (STATS_DEVICES + 1)
 static struct cell transfers[DEVICE_SLOTS][DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT] TALLY;
-static struct cell syncs[ENTRY_COUNT] TALLY;
+struct sync_cell {
+    uint64_t count, timed, host_ns; /* in this order: tally_add3; timed: the calls whose time was read */
+};
+static struct sync_cell syncs[ENTRY_COUNT] TALLY;
 static uint64_t calls[ENTRY_COUNT] TALLY;
 static uint64_t failed_copies TALLY;
 /* The summary writers' buffers are 64 KiB: too large for small thread stacks, hence static and
@@ -63,9 +66,9 @@ PINSHIM_HOT void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
     add(&unstaged[why].bytes, bytes);
 }
 
-PINSHIM_HOT void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns)
+PINSHIM_HOT void stats_add_sync(enum driver_entry_id entry, uint64_t timed, uint64_t host_ns)
 {
-    tally_add3(&syncs[entry].count, 1, 0, host_ns); /* a sync's bytes stay 0 */
+    tally_add3(&syncs[entry].count, 1, timed, host_ns);
 }
 
 PINSHIM_HOT void stats_add_call(enum driver_entry_id entry)
@@ -197,12 +200,13 @@ static const char *bucket_label(unsigned b, char *buf, size_t len)
 }
 
 /* Sync rows are summed over the legacy and per-thread variants of one call. */
-static void sync_totals(const char *query, uint64_t *count, uint64_t *ns)
+static void sync_totals(const char *query, uint64_t *count, uint64_t *timed, uint64_t *ns)
 {
-    *count = *ns = 0;
+    *count = *timed = *ns = 0;
     for (int e = 0; e < ENTRY_COUNT; e++)
         if (strcmp(driver_entries[e].query_name, query) == 0) {
             *count += get(&syncs[e].count);
+            *timed += get(&syncs[e].timed);
             *ns += get(&syncs[e].host_ns);
         }
 }
@@ -300,12 +304,12 @@ static void write_json(struct out *o)
     outf(o, ",\"syncs\":[");
     first = true;
     for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
-        uint64_t n, ns;
-        sync_totals(sync_calls[s], &n, &ns);
+        uint64_t n, timed, ns;
+        sync_totals(sync_calls[s], &n, &timed, &ns);
         if (!n)
             continue;
-        outf(o, "%s{\"call\":\"%s\",\"count\":%llu,\"host_ns\":%llu}", first ? "" : ",", sync_calls[s],
-             (unsigned long long)n, (unsigned long long)ns);
+        outf(o, "%s{\"call\":\"%s\",\"count\":%llu,\"timed\":%llu,\"host_ns\":%llu}", first ? "" : ",",
+             sync_calls[s], (unsigned long long)n, (unsigned long long)timed, (unsigned long long)ns);
         first = false;
     }
     outf(o, "],\"entry_points\":{");
@@ -376,14 +380,17 @@ static void write_text(struct out *o)
     write_sections(o, false); /* staging, pin-on-reuse and guard lines */
     bool any_sync = false;
     for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
-        uint64_t n, ns;
-        sync_totals(sync_calls[s], &n, &ns);
+        uint64_t n, timed, ns;
+        sync_totals(sync_calls[s], &n, &timed, &ns);
         if (!n)
             continue;
         if (!any_sync)
             outf(o, "==%d== sync points:", pid);
-        outf(o, "%s %s %llu (%s)", any_sync ? "," : "", sync_calls[s], (unsigned long long)n,
+        outf(o, "%s %s %llu (%s", any_sync ? "," : "", sync_calls[s], (unsigned long long)n,
              units_ns(ns, b2, sizeof b2));
+        if (timed < n) /* the time is an estimate from the calls timed (base/clock.h) */
+            outf(o, ", from %llu timed", (unsigned long long)timed);
+        outf(o, ")");
         any_sync = true;
     }
     if (any_sync)

@@ -35,7 +35,9 @@ void stats_cell(enum copy_dir dir, enum host_kind kind, unsigned bucket, enum co
                 uint64_t *bytes, uint64_t *host_ns);
 void stats_add_failed_copy(void);
 void stats_add_unstaged(enum unstaged_reason why, size_t bytes);
-void stats_add_sync(enum driver_entry_id entry, uint64_t host_ns);
+/* One synchronization call; timed: 1 when its time was read (host_ns is then its time times its
+ * weight, base/clock.h), 0 when not (host_ns 0). */
+void stats_add_sync(enum driver_entry_id entry, uint64_t timed, uint64_t host_ns);
 
 /* Counts one call of a wrapped entry point (every wrapper calls it once per program call). */
 void stats_add_call(enum driver_entry_id entry);

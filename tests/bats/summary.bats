@@ -196,3 +196,46 @@ PY
         diff "$WORK/counted.json" "$WORK/full.json"
     done
 }
+
+# sync_run NAME ARGS...: syncprog without and with the shim (JSON summary, no prewarm: its slab
+# would hold the fake's lock while the first waits are timed), same output.
+sync_run() {
+    local name="$1"
+    shift
+    run_app "$name.plain" noshim "$T/syncprog" "$@"
+    PINSHIM_POOL_PREWARM=off PINSHIM_SUMMARY=json run_app "$name" shim "$T/syncprog" "$@"
+    show "$name"
+    [ "$(cat "$WORK/$name.rc")" = 0 ]
+    diff "$WORK/$name.plain.out" "$WORK/$name.out"
+}
+
+# timed NAME CALL: "count timed" of that sync call in the run's JSON summary.
+timed() {
+    python3 -c 'import json, sys
+s = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
+print(*[(r["count"], r["timed"]) for r in s["syncs"] if r["call"] == sys.argv[2]][0])' "$WORK/$1.err" "$2"
+}
+
+@test "sync timing: a thread's long run of short waits is timed one call in 4, long waits every call, all of them with sync_timing = all" {
+    export FAKECUDA_LATENCY_US=100
+    sync_run short idle 5000
+    read -r count n <<<"$(timed short cuStreamSynchronize)"
+    echo "short waits: $n of $count timed"
+    # the first 256 and one in 4 after them (about 1440); a wait that a busy machine stretched past
+    # 20 us times 256 more
+    [ "$count" = 5000 ] && [ "$n" -ge 256 ] && [ "$n" -lt 2500 ]
+    PINSHIM_SYNC_TIMING=all sync_run all idle 5000
+    [ "$(timed all cuStreamSynchronize)" = "5000 5000" ]
+    sync_run long busy 300 # each waits for a copy of at least 100 us
+    [ "$(timed long cuCtxSynchronize)" = "300 300" ]
+    # after the short waits, the first long one timed brings back timing every call
+    sync_run both idle 300 busy 400
+    read -r count n <<<"$(timed both cuCtxSynchronize)"
+    echo "long waits after short ones: $n of $count timed"
+    [ "$count" = 400 ] && [ "$n" -ge 300 ]
+    # the text summary says when a time is an estimate
+    PINSHIM_POOL_PREWARM=off run_app text shim "$T/syncprog" idle 5000
+    grep -Eq 'sync points: cuStreamSynchronize 5000 \([0-9.]+ [mun]?s, from [0-9]+ timed\)' "$WORK/text.err"
+    PINSHIM_SYNC_TIMING=all PINSHIM_POOL_PREWARM=off run_app text shim "$T/syncprog" idle 5000
+    grep -Eq 'sync points: cuStreamSynchronize 5000 \([0-9.]+ [mun]?s\)$' "$WORK/text.err"
+}
