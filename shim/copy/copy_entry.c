@@ -120,7 +120,18 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
     X(dtoh,          (uintptr_t)dst, KIND_UNKNOWN, src,            KIND_DEVICE,  NULL,   false, d2h)    \
     X(dtoh_async,    (uintptr_t)dst, KIND_UNKNOWN, src,            KIND_DEVICE,  stream, true,  d2h)
 
+/* Each shape's handler: a copy the shim only counts goes to the driver at once; the others (staged,
+ * registered, logged, guarded) take shape_S_followed(), kept out of line so that the counted
+ * copies' path, run on every small or pinned copy, stays on few cache lines. */
 #define X(shape, dst_addr, dst_kind, src_addr, src_kind, stream_arg, async, staged_as)               \
+    static __attribute__((noinline)) CUresult shape_##shape##_followed(struct copy *cp, fn_##shape real, \
+                                                                        SHAPE_##shape##_P)          \
+    {                                                                                               \
+        CUresult result;                                                                            \
+        TIMED_STAGED_COPY(*cp, stage_##staged_as(cp, dst, src, bytes, cp->stream, &result),         \
+                          real(SHAPE_ARGS(shape)));                                                 \
+        return result;                                                                              \
+    }                                                                                               \
     PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                  \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
@@ -128,13 +139,11 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
         CUresult result;                                                                            \
         copy_describe(&c, id, dst_addr, dst_kind, src_addr, src_kind, bytes,                        \
                       driver_stream(id, stream_arg), async);                                        \
-        if (copy_only_counted(&c)) {                                                                \
+        if (PINSHIM_LIKELY(copy_only_counted(&c))) {                                                \
             COUNTED_COPY(c, real(SHAPE_ARGS(shape)));                                               \
             return result;                                                                          \
         }                                                                                           \
-        TIMED_STAGED_COPY(c, stage_##staged_as(&c, dst, src, bytes, c.stream, &result),             \
-                          real(SHAPE_ARGS(shape)));                                                 \
-        return result;                                                                              \
+        return shape_##shape##_followed(&c, real, SHAPE_ARGS(shape));                               \
     }
 COPY_1D_SHAPES(X)
 #undef X
