@@ -109,7 +109,7 @@ static inline uint64_t pinshim_sample_weight(void)
  * 2026-11-27: 0.4 % of an .item()). Whether a call is timed, and its weight, are drawn before the
  * call, so the totals stay unbiased; but the first long waits after a long run of short ones are
  * estimated from the one among them that is timed, counted 4-fold (1 in 4 rather than 1 in 16:
- * that estimate is 4 times less wrong, for 6 ns more per synchronize).
+ * that estimate is 4 times less wrong, at a quarter of the reads' cost rather than a sixteenth).
  * pinshim_wait_weight(adaptive) says what the call in hand counts for (1, PINSHIM_WAIT_SAMPLE_EVERY,
  * or 0: not timed); pinshim_wait_timed(ns) feeds a timed call's duration back. */
 #define PINSHIM_SHORT_WAIT_NS 20000u
