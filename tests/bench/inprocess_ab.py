@@ -18,8 +18,8 @@ row, timed in the same blocks, shows it), so long blocks pair a fast block with 
 spread the differences by more than the shim's cost; short adjacent blocks share the level.
 
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K]
-(default 200 groups of 100 operations). Needs PyTorch and a GPU; prints a line and exits 0 without them. Never asserts
-a timing."""
+(default 200 groups of 100 operations). Needs PyTorch and a GPU; prints a line and exits 0 without
+them. Never asserts a timing."""
 import argparse
 import ctypes
 import statistics
