@@ -96,10 +96,13 @@ static inline uint32_t pinshim_sample_draw(void)
     return x;
 }
 
-static inline uint64_t pinshim_sample_weight(void)
+/* `every` (a power of two) for one call in `every`, drawn at random; 0 for the others. */
+static inline uint64_t pinshim_one_in(uint32_t every)
 {
-    return (pinshim_sample_draw() & (PINSHIM_SAMPLE_EVERY - 1)) == 0 ? PINSHIM_SAMPLE_EVERY : 0;
+    return (pinshim_sample_draw() & (every - 1)) == 0 ? every : 0;
 }
+
+static inline uint64_t pinshim_sample_weight(void) { return pinshim_one_in(PINSHIM_SAMPLE_EVERY); }
 
 /* Blocking calls (a synchronize, which waits for the device) are timed on every call: their time
  * is what the summary's sync points report. Where that costs more than it tells, on a thread whose
@@ -121,7 +124,7 @@ static inline uint64_t pinshim_wait_weight(bool adaptive)
 {
     if (!adaptive || pinshim_short_waits < PINSHIM_SHORT_WAITS)
         return 1;
-    return (pinshim_sample_draw() & (PINSHIM_WAIT_SAMPLE_EVERY - 1)) == 0 ? PINSHIM_WAIT_SAMPLE_EVERY : 0;
+    return pinshim_one_in(PINSHIM_WAIT_SAMPLE_EVERY);
 }
 
 static inline void pinshim_wait_timed(uint64_t ns)

@@ -1,8 +1,8 @@
 /* alloc.c: the host allocation hooks. malloc, calloc, realloc, reallocarray, free, posix_memalign,
  * aligned_alloc, memalign, valloc, pvalloc, mmap, mmap64, munmap, mremap and madvise forward to the
  * next definition (alloc_next.h) and publish what happened to memory as events (alloc_events.h):
- * allocations of at least alloc_events_min_bytes, blocks about to be freed or released, ranges about to be
- * unmapped or discarded, mappings that move. Who listens is not this file's business.
+ * allocations of at least alloc_events_min_bytes, blocks about to be freed or released, ranges
+ * about to be unmapped or discarded, mappings that move. Who listens is not this file's business.
  * Small allocations pay one comparison (malloc) or one filter load (free).
  * Before the next allocator is found (dlsym itself may call calloc) requests are served from the
  * bootstrap arena, whose blocks are never given to the real free.

@@ -1,9 +1,10 @@
 /* alloc_events.h: what the allocation hooks (alloc.c) tell the rest of the shim, as events, in the
  * manner of UCX's memory hooks (ucm): memory was allocated; a block is about to be released (free,
  * realloc; a free, whose bytes nobody reads again, is also told as such) or a range unmapped
- * (munmap, mremap's old range, a MAP_FIXED mapping over it); a mapping moves (mremap); the contents of a range are about to be discarded (madvise DONTNEED, FREE,
- * REMOVE). The hooks never know who listens: subscribers (today the registration cache, wired in
- * interpose/init.c) register at start-up and do their own work in their callbacks.
+ * (munmap, mremap's old range, a MAP_FIXED mapping over it); a mapping moves (mremap); the
+ * contents of a range are about to be discarded (madvise DONTNEED, FREE, REMOVE). The hooks never
+ * know who listens: subscribers (memkind's page kinds, the registration cache, the freed-page
+ * reserve, wired in interpose/init.c) register at start-up and do their own work in their callbacks.
  * What a free costs is kept small: an `allocated` event is published only for sizes of at least
  * alloc_events_min_bytes (one comparison in malloc), and a `releasing` event only for a base some
  * subscriber watches (alloc_events_watch(); a lock-free counting filter, one load in free).

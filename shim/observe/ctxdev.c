@@ -44,9 +44,10 @@ PINSHIM_HOT CUcontext ctxdev_current_context(void)
 static int ask_device_count(void)
 {
     typedef CUresult (*fn_device_count)(int *);
+    static void *count_slot;
     if (!__atomic_load_n(&allowed, __ATOMIC_RELAXED))
         return DEVICES_UNASKED;
-    fn_device_count count = (fn_device_count)real_driver_symbol("cuDeviceGetCount");
+    fn_device_count count = (fn_device_count)real_driver_symbol_cached(&count_slot, "cuDeviceGetCount");
     int n = 0;
     CUresult r = CUDA_ERROR_NOT_FOUND;
     if (count) {
