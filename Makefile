@@ -98,6 +98,9 @@ OMP_LLVM_PROG := $(BUILD)/tests/openmp_stage_llvm
 $(OMP_LLVM_PROG): tests/progs/openmp_stage.c $(wildcard tests/progs/*.h)
 	@mkdir -p $(@D)
 	clang $(filter-out -Wextra,$(PROG_CFLAGS)) -fopenmp $< -o $@ -ldl
+# real_check likewise compiles shim/base/real.c and base/util.c in.
+$(BUILD)/tests/real_check: shim/base/real.c shim/base/real.h shim/base/util.c
+$(BUILD)/tests/real_check: PROG_CFLAGS += -Ishim -Ipolicy
 # workers_check likewise compiles shim/stage/workers.c, omp_team.c, stream_copy.c and base/util.c in, with OpenMP.
 $(BUILD)/tests/workers_check: shim/stage/workers.c shim/stage/workers.h shim/stage/stream_copy.c
 $(BUILD)/tests/workers_check: shim/stage/omp_team.c shim/stage/omp_team.h

@@ -47,13 +47,20 @@ void *real_driver_symbol(const char *name)
     return f;
 }
 
+/* What a slot holds once the loaded libcuda was found to lack the symbol (never a function's address). */
+static char absent_mark;
+#define ABSENT ((void *)&absent_mark)
+
 void *real_driver_symbol_cached(void **slot, const char *name)
 {
     void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!fn) {
-        fn = real_driver_symbol(name);
+    if (PINSHIM_LIKELY(fn))
+        return fn == ABSENT ? NULL : fn;
+    fn = real_driver_symbol(name);
+    if (!fn && real_libcuda())
+        __atomic_store_n(slot, ABSENT, __ATOMIC_RELEASE); /* a loaded library gains no symbols */
+    else
         __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
-    }
     return fn;
 }
 

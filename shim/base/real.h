@@ -19,7 +19,10 @@ void *real_libcuda(void);
 /* A symbol of libcuda (RTLD_NEXT first, then the libcuda handle), or NULL. */
 void *real_driver_symbol(const char *name);
 
-/* real_driver_symbol(name), looked up once and kept in *slot (thread-safe; NULL is retried). */
+/* real_driver_symbol(name), looked up once and kept in *slot (thread-safe, slot starts NULL). A
+ * symbol not found is looked up again while libcuda is not loaded, and never again once the loaded
+ * libcuda lacks it (each call of a hot path would otherwise pay a failing dlsym, some 20,000
+ * instructions). */
 void *real_driver_symbol_cached(void **slot, const char *name);
 
 /* Whether `stream` is capturing, asked with the reentrancy depth raised; an error counts as

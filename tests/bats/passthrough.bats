@@ -56,6 +56,13 @@ PY
     diff "$WORK/plain.out" "$WORK/shim.out"
 }
 
+@test "driver symbols the shim calls: looked up again until libcuda is loaded, never again once it lacks them" {
+    run "$T/real_check" "$FAKE/libcuda.so.1"
+    echo "$output"
+    [ "$status" = 0 ]
+    [ "$output" = "real: symbol cache as specified" ]
+}
+
 @test "dlsym(RTLD_NEXT) from a library loaded after the shim resolves relative to that library" {
     run_app plain noshim "$T/dlnext"
     run_app shim shim "$T/dlnext"
