@@ -22,6 +22,10 @@ struct slot {
     int taken;
 };
 static struct slot slots[TALLY_SLOTS];
+/* Slots [0, slots_mapped) may have memory: readers walk no further (a summary reads some 50,000
+ * counters; walking all 256 slots for each took 5 ms at every exit). Raised after a slot's memory
+ * is published; never lowered (the memory stays). */
+static unsigned slots_mapped;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static int exit_key_ok;
@@ -61,6 +65,10 @@ char *tally_claim(void)
             }
             mem = p;
             __atomic_store_n(&s->mem, mem, __ATOMIC_RELEASE); /* readers may sum it from now on */
+            unsigned seen = __atomic_load_n(&slots_mapped, __ATOMIC_RELAXED);
+            while (seen < i + 1 &&
+                   !__atomic_compare_exchange_n(&slots_mapped, &seen, i + 1, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+                ;
         }
         if (pthread_setspecific(exit_key, s) != 0) {
             __atomic_store_n(&s->taken, 0, __ATOMIC_RELEASE);
@@ -101,7 +109,8 @@ uint64_t tally_get(const uint64_t *counter)
 {
     size_t off = (size_t)((const char *)counter - __start_pinshim_tally);
     uint64_t sum = __atomic_load_n(counter, __ATOMIC_RELAXED);
-    for (unsigned i = 0; i < TALLY_SLOTS; i++) {
+    unsigned mapped = __atomic_load_n(&slots_mapped, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < mapped; i++) {
         const char *mem = __atomic_load_n(&slots[i].mem, __ATOMIC_ACQUIRE);
         if (mem)
             sum += __atomic_load_n((const uint64_t *)(mem + off), __ATOMIC_RELAXED);
@@ -113,7 +122,7 @@ void tally_zero(void *counters, size_t bytes)
 {
     size_t off = (size_t)((char *)counters - __start_pinshim_tally);
     memset(counters, 0, bytes);
-    for (unsigned i = 0; i < TALLY_SLOTS; i++) {
+    for (unsigned i = 0; i < slots_mapped; i++) {
         if (!slots[i].mem)
             continue;
         memset(slots[i].mem + off, 0, bytes);
