@@ -125,7 +125,7 @@ PY
     [ "$(cat "$WORK/rc")" = 0 ]
     n=$(python3 "$RUN_PY" --list | wc -l)
     [ "$n" -ge 15 ]
-    grep -E "^# plan: $n workloads x 3 sides x 5 pairs = $((n * 15)) runs; expected about [0-9]+ s" "$WORK/out.txt"
+    grep -E "^# plan: in-process measurements in 3 processes \(~[0-9]+ s\), then $n workloads x 3 sides x 5 pairs = $((n * 15)) runs; expected about [0-9]+ s" "$WORK/out.txt"
     grep -E "^  shim +LD_PRELOAD=$SHIM PINSHIM_SUMMARY=json PINSHIM_GUARD=off" "$WORK/out.txt"
     grep -E "^  shim\+guard +LD_PRELOAD=$SHIM PINSHIM_SUMMARY=json PINSHIM_GUARD=warn PINSHIM_GUARD_PAGES=first" "$WORK/out.txt"
     grep -E '^torch_dataloader_pinned .*torch_dataloader.py --pin 1$' "$WORK/out.txt"
@@ -160,7 +160,7 @@ PY
 }
 
 @test "workloads: the C loop (guard_cost.c) against the fake driver, ns per iteration and shim - no shim" {
-    LD_LIBRARY_PATH="$FAKE" harness --only c_dtoh_sync --pairs 2 --out "$WORK/res"
+    LD_LIBRARY_PATH="$FAKE" harness --only c_dtoh_sync --pairs 2 --inprocess 0 --out "$WORK/res"
     [ "$(cat "$WORK/rc")" = 0 ]
     row c_dtoh_sync iter | grep -E '^c_dtoh_sync +iter +ns +[0-9]+ \([0-9]+-[0-9]+\) +[0-9]+ \([0-9]+-[0-9]+\) +[+-][0-9]+ns +(PASS|MISS) .* <=\+100ns +\+160ns +no data \(timing only\)$'
     python3 - "$WORK/res/runs.jsonl" <<'PY'
@@ -172,6 +172,67 @@ shim = [r for r in runs if r["side"] == "shim"]
 d2h = sum(t["count"] for r in shim[-1:] for t in r["shim_summary"]["transfers"] if t["dir"] == "d2h")
 assert d2h == 20003, d2h
 PY
+}
+
+# A stand-in interpreter for the in-process table: as inprocess_ab.py --json it prints known
+# figures, a different set in each process (a counter file); any other script runs in python3.
+fake_interpreter() {
+    cat >"$WORK/py" <<EOF
+#!/bin/sh
+case "\$1" in
+*inprocess_ab.py)
+    n=\$(cat "$WORK/count" 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n >"$WORK/count"
+    echo '{"inprocess": "item", "forward_ns": 10000, "mean_ns": '\$((30 + 20 * n))', "se_ns": 2, "groups": 200, "ops": 100}'
+    echo '{"inprocess": "4KB pinned nb", "forward_ns": 10000, "mean_ns": 150, "se_ns": 3, "groups": 200, "ops": 100}'
+    echo '{"inprocess": "control (no CUDA)", "forward_ns": 5000, "mean_ns": '\$((7 * n))', "se_ns": 1, "groups": 200, "ops": 100}' ;;
+*) exec python3 "\$@" ;;
+esac
+EOF
+    chmod +x "$WORK/py"
+}
+
+@test "workloads harness: the in-process table pools its processes (mean, 2 standard errors, share), checks 1 % and +100 ns, after the main table" {
+    fake_interpreter
+    LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_same --pairs 1 --no-guard --inprocess 2 --inprocess-groups 4 \
+        --python "$WORK/py" --out "$WORK/res"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    # item: processes +50 and +70 (2 se 4 each): mean +60, the spread between them (2 x 10) the error
+    grep -E '^item +10000 ns +\+60.0 \+- 20.0 ns +0.60% +<=1% +PASS +2 \(\+50, \+70\)$' "$WORK/out.txt"
+    grep -E '^4KB pinned nb +10000 ns +\+150.0 \+- 4.2 ns +1.50% +<=1% +MISS +2 \(\+150, \+150\)$' "$WORK/out.txt"
+    # the control: +7 and +14, error 7: not within it, and said so
+    grep -E '^control \(no CUDA\) +5000 ns +\+10.5 \+- 7.0 ns .* UNFAIR ' "$WORK/out.txt"
+    grep -F 'note inprocess: the control row differs by more than its error' "$WORK/out.txt"
+    grep -E '^4KB pageable +<=1% +skipped: no process measured it$' "$WORK/out.txt"
+    # the C loop, measured against the fake driver by observe_ab in each process
+    grep -E '^C loop +[0-9]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=\+100ns +(PASS|MISS) +2 \(' "$WORK/out.txt"
+    main=$(grep -n '^fake_same ' "$WORK/out.txt" | tail -n 1 | cut -d: -f1)
+    inproc=$(grep -n '^# inside one process' "$WORK/out.txt" | tail -n 1 | cut -d: -f1)
+    [ "$inproc" -gt "$main" ]
+    grep -F '| torch: x.item() of a 1-element CUDA tensor | 10000 ns | +60.0 +- 20.0 ns | 0.60% | <=1% | PASS |' "$WORK/res/table.md"
+    python3 - "$WORK/res/summary.json" <<'PY'
+import json, sys
+rows = {r["key"]: r for r in json.load(open(sys.argv[1]))["inprocess"]["rows"]}
+assert rows["item"]["per_process_ns"] == [50, 70], rows["item"]
+assert rows["C loop"]["processes"] == 2, rows["C loop"]
+PY
+}
+
+@test "workloads harness: an in-process measurement that fails is a FAIL; without PyTorch or a driver, skipped rows" {
+    FAKECUDA_FAIL=hostalloc LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_same --pairs 1 --no-guard --inprocess 1 \
+        --inprocess-groups 4
+    [ "$(cat "$WORK/rc")" = 1 ]
+    grep -E '^FAIL inprocess: observe_ab, process 1: exit status [0-9]+' "$WORK/out.txt"
+    tail -n 1 "$WORK/out.txt" | grep -E '^RESULT: FAIL: inprocess; '
+    harness --fake --inprocess -1
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F -- '--inprocess must be 0 or more' "$WORK/out.txt"
+    if python3 -c 'import torch' 2>/dev/null; then
+        skip "python3 has torch: the skip path is not reachable here"
+    fi
+    harness --fake --only fake_same --pairs 1 --no-guard --inprocess 1 --inprocess-groups 4
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E '^item +<=1% +skipped: no PyTorch here$' "$WORK/out.txt"
+    grep -E '^C loop +<=\+100ns +skipped: no CUDA driver: libcuda.so.1 cannot be loaded$' "$WORK/out.txt"
 }
 
 @test "make bench-workloads needs only the built library: nothing is rebuilt when sources look newer" {

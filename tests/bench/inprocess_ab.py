@@ -17,11 +17,13 @@ flips between two levels some 20 % apart every few tens of milliseconds (a pure-
 row, timed in the same blocks, shows it), so long blocks pair a fast block with a slow one and
 spread the differences by more than the shim's cost; short adjacent blocks share the level.
 
-Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K]
-(default 200 groups of 100 operations). Needs PyTorch and a GPU; prints a line and exits 0 without
-them. Never asserts a timing."""
+Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K] [--json]
+(default 200 groups of 100 operations; --json adds one JSON line per workload, as the suite's
+tests/bench/workloads/inprocess.py reads them). Needs PyTorch and a GPU; prints a line and exits 0
+without them. Never asserts a timing."""
 import argparse
 import ctypes
+import json
 import statistics
 import sys
 import time
@@ -31,6 +33,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--groups", type=int, default=200, help="groups of four blocks per workload (default 200)")
     p.add_argument("--ops", type=int, default=100, help="operations per block, at most 1000 (default 100)")
+    p.add_argument("--json", action="store_true", help="also print each workload's figures as a JSON line")
     args = p.parse_args()
     if not 1 <= args.ops <= 1000 or args.groups < 4:
         sys.exit("inprocess_ab.py: --ops must be 1 to 1000 and --groups at least 4, not %d and %d" % (args.ops,
@@ -42,11 +45,9 @@ def main():
     try:
         import torch
     except ImportError:
-        print("inprocess_ab.py: no PyTorch here; nothing measured")
-        return
+        return nothing_measured(args, "no PyTorch here")
     if not torch.cuda.is_available():
-        print("inprocess_ab.py: no GPU here; nothing measured")
-        return
+        return nothing_measured(args, "no GPU here")
     dev = "cuda:0"
     x = torch.full((1,), 1.25, device=dev)
     small = [torch.full((1024,), float(i)) for i in range(1000)]
@@ -120,6 +121,15 @@ def main():
         se = statistics.stdev(diffs) / len(diffs) ** 0.5
         print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %+8.1f +-%4.0f %7.3fx" % (
             name, f, o, statistics.median(diffs), q[0], q[2], statistics.fmean(diffs), 2 * se, f / o), flush=True)
+        if args.json:
+            print(json.dumps({"inprocess": name, "forward_ns": f, "observe_ns": o, "mean_ns": statistics.fmean(diffs),
+                              "se_ns": se, "groups": len(diffs), "ops": ops}), flush=True)
+
+
+def nothing_measured(args, why):
+    print("inprocess_ab.py: %s; nothing measured" % why)
+    if args.json:
+        print(json.dumps({"inprocess": None, "skipped": why}))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ Each workload runs in a fresh process without the shim, with it (LD_PRELOAD=buil
 and, unless --no-guard, with it and PINSHIM_GUARD=warn PINSHIM_GUARD_PAGES=first, one after the
 other (in reverse order in even pairs), --pairs times over. Then one table: each side's median and min-max, the ratios (no-shim time
 over shim time: above 1 the shim is faster), bound checks (PASS/MISS, never an error), and whether
-every run's results were identical. Exit status 0; 1 when a result differed or a run failed
-(crashed, timed out, printed no result, or skipped on some sides only); 2 for bad usage.
+every run's results were identical. Before the pairs, unless --inprocess 0, the small operations'
+cost measured inside one process (inprocess.py), printed as a second table. Exit status 0; 1 when a
+result differed or a run failed (crashed, timed out, printed no result, or skipped on some sides
+only, or an in-process measurement failed); 2 for bad usage.
 Standard library only; the workloads bring their own frameworks."""
 import argparse
 import datetime
@@ -20,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import inprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -92,6 +96,7 @@ class Context:
         self.header = []
         self.stop_note = None
         self.interrupted = False
+        self.inprocess = None  # {"rows": [...], "problems": [...]} once measured
 
 
 # ------------------------------------------------------------------------------------------ usage
@@ -110,6 +115,12 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per run (default 60)")
     p.add_argument("--budget", type=float, default=540.0, metavar="S",
                    help="start no new pair once the next would end past S seconds (default 540; 0: no limit)")
+    p.add_argument("--inprocess", type=int, default=None, metavar="N",
+                   help="first measure the small operations inside one process, in N fresh processes "
+                        "(inprocess.py; default 3, with --fake 0; 0: not at all)")
+    p.add_argument("--inprocess-groups", type=int, default=None, metavar="G",
+                   help="groups of four blocks per in-process measurement (default %d for PyTorch, %d for the C loop)"
+                        % (inprocess.PY_GROUPS, inprocess.C_GROUPS))
     p.add_argument("--shim", default=os.path.join(ROOT, "build", "libpinshim.so"), help="the library to preload")
     p.add_argument("--python", default=os.environ.get("PYTHON") or sys.executable,
                    help="interpreter for the workload scripts (default $PYTHON, else this one)")
@@ -121,6 +132,12 @@ def parse_args(argv):
         p.error("--pairs must be at least 1")
     if args.timeout <= 0:
         p.error("--timeout must be positive")
+    if args.inprocess is None:
+        args.inprocess = 0 if args.fake else 3
+    if args.inprocess < 0:
+        p.error("--inprocess must be 0 or more")
+    if args.inprocess_groups is not None and args.inprocess_groups < 4:
+        p.error("--inprocess-groups must be at least 4")
     if args.out is None and os.environ.get("OUT"):
         args.out = os.path.join(os.environ["OUT"], "bench-workloads")
     return args, p
@@ -264,14 +281,19 @@ def kill_group(proc):
         pass
 
 
-def build_c_loop(ctx):
-    cc = os.environ.get("CC") or "gcc"
+def cuda_include():
+    """The CUDA headers: $CUDA_HOME/include, else /usr/local/cuda's, else beside the nvcc on PATH."""
     cuda = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
     nvcc = shutil.which("nvcc")
     if not os.environ.get("CUDA_HOME") and not os.path.isfile(os.path.join(cuda, "include", "cuda.h")) and nvcc:
-        cuda = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))  # cuda.h beside the nvcc on PATH
+        cuda = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    return os.path.join(cuda, "include")
+
+
+def build_c_loop(ctx):
+    cc = os.environ.get("CC") or "gcc"
     exe = os.path.join(ctx.work, "guard_cost")
-    cmd = [cc, "-std=gnu11", "-O2", "-Wall", "-I" + os.path.join(cuda, "include"),
+    cmd = [cc, "-std=gnu11", "-O2", "-Wall", "-I" + cuda_include(),
            os.path.join(ROOT, "tests", "bench", "guard_cost.c"), "-o", exe, "-ldl"]
     try:
         r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
@@ -475,9 +497,17 @@ def footer(ctx, report):
         if e["guard_races"]:
             lines.append("note %s: the guard reported %d unsynchronized accesses of D2H destinations "
                          "(stderr of the shim+guard runs in runs.jsonl)" % (e["workload"], e["guard_races"]))
+    if ctx.inprocess:
+        for p in ctx.inprocess["problems"]:
+            lines.append("FAIL inprocess: " + p)
+        if any(r.get("check") == "UNFAIR" for r in ctx.inprocess["rows"]):
+            lines.append("note inprocess: the control row differs by more than its error: the blocks were "
+                         "not timed alike; read the in-process rows with care")
     if ctx.stop_note:
         lines.append("note: " + ctx.stop_note)
     failed = [e["workload"] for e in report if e["status"] == "FAIL"]
+    if ctx.inprocess and ctx.inprocess["problems"]:
+        failed.append("inprocess")
     skipped = [e["workload"] for e in report if e["status"] == "skipped"]
     pairs = max([r["pair"] for r in ctx.runs] or [0])
     tally = "%d workloads, %d pair%s, %s" % (len(report), pairs, "" if pairs == 1 else "s", elapsed(ctx))
@@ -497,13 +527,27 @@ def elapsed(ctx):
     return "%dm%02ds" % (s // 60, s % 60)
 
 
+def inprocess_tables(ctx):
+    """The in-process table as text and as markdown (both "" when it was not measured)."""
+    if not ctx.inprocess:
+        return "", ""
+    title = ("# inside one process: observing against forwarding, ns per operation, mean +- 2 standard errors "
+             "over %d processes (tests/bench/workloads/inprocess.py)" % ctx.args.inprocess)
+    return ("\n".join(["", "", title, render_text(inprocess.table_rows(ctx.inprocess["rows"], markdown=False))]),
+            "\n".join([title.lstrip("# ").capitalize() + ":", "", render_markdown(
+                inprocess.table_rows(ctx.inprocess["rows"], markdown=True)), ""]))
+
+
 def write_outputs(ctx, head, report, text, markdown_table, foot):
     if not ctx.out:
         return
     os.makedirs(ctx.out, exist_ok=True)
+    in_text, in_md = inprocess_tables(ctx)
     with open(os.path.join(ctx.out, "table.txt"), "w") as f:
-        f.write("\n".join(head + [text] + foot) + "\n")
+        f.write("\n".join(head + [text + in_text] + foot) + "\n")
     md = ["# pinshim real-workload benchmarks", ""] + ["- " + h.lstrip("# ") for h in head[1:]] + ["", markdown_table, ""]
+    if in_md:
+        md += [in_md]
     md += ["- " + l for l in foot] + [""]
     did = [(e["workload"], e["shim_did"]) for e in report if e["shim_did"]]
     if did:
@@ -513,7 +557,8 @@ def write_outputs(ctx, head, report, text, markdown_table, foot):
     with open(os.path.join(ctx.out, "table.md"), "w") as f:
         f.write("\n".join(md))
     with open(os.path.join(ctx.out, "summary.json"), "w") as f:
-        json.dump({"header": head, "workloads": report, "footer": foot}, f, indent=1, sort_keys=True)
+        json.dump({"header": head, "workloads": report, "footer": foot, "inprocess": ctx.inprocess}, f, indent=1,
+                  sort_keys=True)
         f.write("\n")
 
 
@@ -526,7 +571,7 @@ def show(ctx, workloads, final):
     foot = footer(ctx, report)
     write_outputs(ctx, head, report, text, markdown_table, foot)
     if final:
-        print("\n".join([""] + head + [text] + foot), flush=True)
+        print("\n".join([""] + head + [text + inprocess_tables(ctx)[0]] + foot), flush=True)
     return report
 
 
@@ -586,12 +631,18 @@ def versions_line(ctx):
     return "# versions: " + (", ".join("%s %s" % kv for kv in sorted(seen.items())) or "none seen")
 
 
+INPROCESS_EST_S = 25.0  # one process of inprocess_ab.py and observe_ab on an H100 instance
+
+
 def plan_line(ctx, workloads):
     per_pair = sum(w.est_s for w in workloads) * len(ctx.sides)
     runs = len(workloads) * len(ctx.sides) * ctx.args.pairs
-    return ("# plan: %d workloads x %d sides x %d pairs = %d runs; expected about %.0f s on the GPU machine "
-            "(%.0f s a pair; --budget %g s)" % (len(workloads), len(ctx.sides), ctx.args.pairs, runs,
-                                               per_pair * ctx.args.pairs, per_pair, ctx.args.budget))
+    first = ctx.args.inprocess * INPROCESS_EST_S
+    return ("# plan: %s%d workloads x %d sides x %d pairs = %d runs; expected about %.0f s on the GPU machine "
+            "(%.0f s a pair; --budget %g s)" % (
+                "in-process measurements in %d processes (~%.0f s), then " % (ctx.args.inprocess, first)
+                if first else "", len(workloads), len(ctx.sides), ctx.args.pairs, runs,
+                first + per_pair * ctx.args.pairs, per_pair, ctx.args.budget))
 
 
 def plan(ctx, workloads):
@@ -633,6 +684,8 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, on_term)
     status = 0
     try:
+        if args.inprocess:
+            run_inprocess(ctx)
         run_pairs(ctx, workloads)
     except KeyboardInterrupt as e:
         ctx.stop_note = "interrupted (%s) during pair %d: the table has the runs that finished" % (
@@ -642,11 +695,19 @@ def main(argv=None):
     finally:
         shutil.rmtree(ctx.work, ignore_errors=True)
     report = show(ctx, workloads, final=True)
-    if status == 0 and any(e["status"] == "FAIL" for e in report):
+    if status == 0 and (any(e["status"] == "FAIL" for e in report) or (ctx.inprocess and ctx.inprocess["problems"])):
         status = 1
     if ctx.out:
         print("# written: %s/{table.md,table.txt,summary.json,runs.jsonl}" % ctx.out, flush=True)
     return status
+
+
+def run_inprocess(ctx):
+    """The in-process table's measurements (inprocess.py), before the pairs."""
+    rows, problems = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim, ctx.python, os.environ, ctx.work,
+                                       cuda_include(), os.environ.get("CC") or "gcc",
+                                       max(ctx.args.timeout, 300.0), lambda line: print(line, flush=True))
+    ctx.inprocess = {"rows": rows, "problems": problems}
 
 
 def sides_in_order(ctx, pair):

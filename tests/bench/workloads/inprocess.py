@@ -1,0 +1,188 @@
+"""inprocess.py: the suite's second table (run.py --inprocess N): what observing costs the small
+operations, measured inside one process, where fresh processes cannot show it.
+
+The same small operations read 10-30 % apart from one fresh process to the next (the host's CPU
+speed, placement), a hundred times the 1 % bound; inside one process the shim's benchmark switch
+(pinshim_bench_observe) flips its wrappers between observing and forwarding every call untouched,
+block by block, and paired blocks give the difference (tests/bench/inprocess_ab.py for PyTorch's
+.item(), 4 KB copies and events; tests/bench/observe_ab.c for the C loop). Each of N fresh processes
+runs both; a row pools them: the mean of the processes' mean differences, with two standard errors
+(the larger of the pooled within-process error and the spread between processes). What forwarding
+itself costs (the wrapper's call and one branch) is in neither side: this bounds observing, not
+the preload.
+
+Bounds: the share of the operation (difference / forwarding time) at most 1 % (0.99x, as in the
+first table); the C loop at most +100 ns. The control row (pure Python timed in the same blocks)
+should read zero within its error: it shows the pairing is fair. Standard library only."""
+import json
+import os
+import re
+import statistics
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+
+# The rows, in the order inprocess_ab.py prints them, then the C loop: (key, label, bound).
+ROWS = [
+    ("item", "torch: x.item() of a 1-element CUDA tensor", "share"),
+    ("4KB pageable", "torch: 4 KB pageable tensor .to(cuda)", "share"),
+    ("4KB pageable nb", "torch: 4 KB pageable tensor .to(cuda, non_blocking)", "share"),
+    ("4KB pinned nb", "torch: 4 KB pinned tensor .to(cuda, non_blocking)", "share"),
+    ("event record+query", "torch: cuda.Event record + query", "share"),
+    ("control (no CUDA)", "control: pure Python in the same blocks (should read 0)", "zero"),
+    ("C loop", "C: 4-byte cuMemcpyDtoHAsync into pinned + cuStreamSynchronize", "ns"),
+]
+SHARE_MAX, NS_MAX = 1.0, 100.0  # percent of the operation; ns per C-loop iteration
+PY_GROUPS, C_GROUPS, C_ITERS = 200, 400, 100
+OBSERVE_AB_LINE = re.compile(r"^median: observe (\d+) ns, forward (\d+) ns, .* mean ([+-][0-9.]+) \+- ([0-9.]+) "
+                             r"\(2 standard errors\), (\d+) groups")
+
+
+def build_observe_ab(work, cuda_include, cc):
+    """Compiles observe_ab.c into work; (path, None) or (None, why not)."""
+    exe = os.path.join(work, "observe_ab")
+    cmd = [cc, "-std=gnu11", "-O2", "-I" + cuda_include, os.path.join(BENCH, "observe_ab.c"), "-o", exe,
+           "-ldl", "-lm"]
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, "%s: %s" % (cc, e)
+    if r.returncode:
+        lines = [l for l in r.stdout.decode("utf-8", "replace").splitlines() if l.strip()]
+        return None, "%s exited %d%s" % (cc, r.returncode, (": " + lines[0][:160]) if lines else "")
+    return exe, None
+
+
+def run_process(argv, env, timeout):
+    """(stdout, None) or (None, what went wrong)."""
+    try:
+        r = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after %g s" % timeout
+    except OSError as e:
+        return None, "cannot start %s: %s" % (argv[0], e)
+    out, err = r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+    if "cannot dlopen libcuda.so.1" in err:  # tests/progs/testutil.h: no driver here, as run.py's C loop
+        return "", None
+    if r.returncode:
+        lines = [l for l in err.splitlines() if l.strip()]
+        return None, "exit status %d%s" % (r.returncode, (": " + lines[-1][:200]) if lines else "")
+    return out, None
+
+
+def python_samples(out):
+    """inprocess_ab.py --json: {key: sample} and the reason it measured nothing (or None)."""
+    samples, skipped = {}, None
+    for line in out.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        if d.get("skipped"):
+            skipped = str(d["skipped"])
+        elif d.get("inprocess"):
+            samples[d["inprocess"]] = {"forward_ns": d["forward_ns"], "mean_ns": d["mean_ns"], "se_ns": d["se_ns"],
+                                       "groups": d["groups"]}
+    return samples, skipped
+
+
+def c_sample(out):
+    """observe_ab's closing line as a sample, or None (it measured nothing: the reason is its output)."""
+    for line in out.splitlines():
+        m = OBSERVE_AB_LINE.match(line)
+        if m:
+            return {"forward_ns": float(m.group(2)), "mean_ns": float(m.group(3)), "se_ns": float(m.group(4)) / 2,
+                    "groups": int(m.group(5))}
+    return None
+
+
+def pool(samples):
+    """One row's figures from its processes' samples."""
+    n = len(samples)
+    means = [s["mean_ns"] for s in samples]
+    within = sum(s["se_ns"] ** 2 for s in samples) ** 0.5 / n
+    between = statistics.stdev(means) / n ** 0.5 if n > 1 else 0.0
+    forward = statistics.fmean(s["forward_ns"] for s in samples)
+    mean = statistics.fmean(means)
+    return {"processes": n, "forward_ns": forward, "cost_ns": mean, "se2_ns": 2 * max(within, between),
+            "share_pct": 100.0 * mean / forward if forward > 0 else None, "per_process_ns": means}
+
+
+def verdict(bound, row):
+    if bound == "ns":
+        return "PASS" if row["cost_ns"] <= NS_MAX else "MISS"
+    if bound == "zero":
+        return "fair" if abs(row["cost_ns"]) <= row["se2_ns"] else "UNFAIR"
+    return "PASS" if row["share_pct"] is not None and row["share_pct"] <= SHARE_MAX else "MISS"
+
+
+def bound_text(bound):
+    return {"ns": "<=+%dns" % NS_MAX, "zero": "0 +- 2se"}.get(bound, "<=%g%%" % SHARE_MAX)
+
+
+def measure(processes, groups, shim, python, env, work, cuda_include, cc, timeout, say):
+    """Runs inprocess_ab.py and observe_ab in `processes` fresh processes each, under the shim, with
+    `groups` groups of blocks (None: PY_GROUPS and C_GROUPS); returns the rows (dicts, in ROWS
+    order) with their verdicts, and the problems met."""
+    env = dict(env, LD_PRELOAD=shim, PINSHIM_SUMMARY="none", PINSHIM_GUARD="off", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PINSHIM_LOG", None)
+    exe, why_not = build_observe_ab(work, cuda_include, cc)
+    got = {key: [] for key, _, _ in ROWS}
+    skipped = {}
+    problems = []
+    for k in range(1, processes + 1):
+        out, err = run_process([python, os.path.join(BENCH, "inprocess_ab.py"), "--json", "--groups",
+                                str(groups or PY_GROUPS)], env, timeout)
+        if err:
+            problems.append("inprocess_ab.py, process %d: %s" % (k, err))
+        else:
+            samples, why = python_samples(out)
+            for key, s in samples.items():
+                got.setdefault(key, []).append(s)
+            if why:
+                skipped["py"] = why
+        if exe:
+            out, err = run_process([exe, str(groups or C_GROUPS), str(C_ITERS)], env, timeout)
+            s = c_sample(out) if out is not None else None
+            if err:
+                problems.append("observe_ab, process %d: %s" % (k, err))
+            elif s:
+                got["C loop"].append(s)
+            else:
+                skipped["c"] = (out.strip().splitlines() or ["no CUDA driver: libcuda.so.1 cannot be loaded"])[-1][:200]
+        say("[inprocess %d/%d] %s" % (k, processes, ", ".join("%s %d" % (key, len(v)) for key, v in got.items() if v)
+                                      or "nothing measured"))
+    if not exe:
+        skipped["c"] = "cannot build observe_ab.c: " + why_not
+    rows = []
+    for key, label, bound in ROWS:
+        row = {"key": key, "label": label, "bound": bound_text(bound)}
+        if got.get(key):
+            row.update(pool(got[key]))
+            row["check"] = verdict(bound, row)
+        else:
+            row["skipped"] = skipped.get("c" if key == "C loop" else "py", "no process measured it")
+        rows.append(row)
+    return rows, problems
+
+
+def _num(v, fmt):
+    return "-" if v is None else fmt % v
+
+
+def table_rows(rows, markdown):
+    head = ["in one process", "forward", "observe - forward", "share", "bound", "check", "processes"]
+    out = [head]
+    for r in rows:
+        name = r["label"] if markdown else r["key"]
+        if r.get("skipped"):
+            out.append([name, "", "", "", r["bound"], "", "skipped: " + r["skipped"]])
+            continue
+        out.append([name, "%.0f ns" % r["forward_ns"], "%+.1f +- %.1f ns" % (r["cost_ns"], r["se2_ns"]),
+                    _num(r["share_pct"], "%.2f%%"), r["bound"], r["check"],
+                    "%d (%s)" % (r["processes"], ", ".join("%+.0f" % m for m in r["per_process_ns"]))])
+    return out
