@@ -61,7 +61,8 @@ PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintp
 
 PINSHIM_HOT bool copy_only_counted(struct copy *c)
 {
-    if ((c->dir != DIR_H2D && c->dir != DIR_D2H) || log_follows_copies() || guard_watches_copies() ||
+    /* the log, the guard and live registrations each follow every copy: one word of the gate says */
+    if ((c->dir != DIR_H2D && c->dir != DIR_D2H) || __atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED) ||
         !regcache_ignores(c))
         return false;
     if (c->host_kind == KIND_PINNED || c->host_kind == KIND_REGISTERED)

@@ -11,14 +11,14 @@
 #include <stdint.h>
 
 #include "base/copy_desc.h"
-#include "policy.h"
+#include "base/gate.h"
 
 /* A copy too small for staging to take in either direction (below both staging thresholds): its
  * kind and its time only feed the summary, so they may be remembered (memkind_of_small) or sampled
  * (copy_entry.c). */
 static inline bool copy_is_small(size_t bytes)
 {
-    return bytes < pinshim_policy.stage_min_bytes && bytes < pinshim_policy.stage_d2h_min_bytes;
+    return bytes < __atomic_load_n(&pinshim_gate.small_below, __ATOMIC_RELAXED);
 }
 
 /* Kinds known from the entry point itself (cuMemcpyHtoD: dst is device) skip classification:

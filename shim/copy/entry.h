@@ -8,13 +8,17 @@
 
 #include "base/common.h"
 #include "base/driver.h"
+#include "base/gate.h"
 #include "observe/stats.h"
 #include "policy.h"
 
 /* Values of the sync_timing key (policy/keys.h), in the order of its choices. */
 enum { SYNC_TIMING_ADAPTIVE, SYNC_TIMING_ALL };
 
-static inline bool entry_observing(void) { return pinshim_depth == 0 && pinshim_policy.intercept; }
+static inline bool entry_observing(void)
+{
+    return pinshim_depth == 0 && __atomic_load_n(&pinshim_gate.observing, __ATOMIC_RELAXED);
+}
 
 CUresult entry_missing(enum driver_entry_id id);
 

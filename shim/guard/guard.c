@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "base/common.h"
+#include "base/gate.h"
 #include "base/real.h"
 #include "guard_signal.h"
 #include "guard_stack.h"
@@ -28,6 +29,7 @@ void guard_init(void)
 {
     if (pinshim_policy.guard == GUARD_OFF || !pinshim_policy.intercept)
         return;
+    __atomic_or_fetch(&pinshim_gate.follow, GATE_FOLLOW_GUARD, __ATOMIC_RELAXED); /* copies leave the counted path */
     callsite_init(); /* the copy's call site, without allocating in the copy path */
     guard_signal_init();
 }

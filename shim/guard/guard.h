@@ -34,11 +34,9 @@ enum { GUARD_STACK_FOLDED, GUARD_STACK_FULL };
 
 #define GUARD_SLOTS 256 /* ranges guarded at once; more copies in flight are not guarded */
 
-/* Constructor: with the guard on, prepares the call-site unwinder and the real signal functions. */
+/* Constructor: with the guard on, prepares the call-site unwinder and the real signal functions,
+ * and raises GATE_FOLLOW_GUARD (base/gate.h): every copy then leaves the counted path. */
 void guard_init(void);
-
-/* Whether the guard looks at copies at all (the guard key is not off). */
-static inline bool guard_watches_copies(void) { return pinshim_policy.guard != GUARD_OFF; }
 
 /* After a copy's real call (every copy, from copy_record): guards an async D2H into pinned or
  * registered memory; a successful synchronous copy with a host side releases what it orders after. */

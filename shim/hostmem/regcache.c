@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/common.h"
+#include "base/gate.h"
 #include "base/real.h"
 #include "observe/units.h"
 #include "policy.h"
@@ -37,7 +38,6 @@ uint64_t regcache_lru_clock;
 static const char *const why_names[WHY_COUNT] = {"free",  "munmap", "madvise", "evicted", "program_register",
                                                  "stale", "edge",   "context"};
 static uint64_t n_registered, bytes_registered, n_refused, n_waits, n_released[WHY_COUNT], n_tracked;
-int regcache_live;
 
 static __thread int in_cache __attribute__((tls_model("initial-exec")));
 
@@ -91,7 +91,7 @@ static void driver_unregister(uintptr_t lo, enum release_why why)
     real_relaxed_end(saved);
     pinshim_leave();
     in_cache--;
-    __atomic_sub_fetch(&regcache_live, 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&pinshim_gate.registrations, 1, __ATOMIC_RELAXED);
     count(&n_released[why], 1);
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_DEINITIALIZED) {
         static int warned;
@@ -170,7 +170,7 @@ static void pick_in_context(struct alloc_rec *r, void *arg)
 
 void regcache_forget_context(void *ctx)
 {
-    if (!ctx || !__atomic_load_n(&regcache_live, __ATOMIC_RELAXED) || regcache_busy_here())
+    if (!ctx || !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) || regcache_busy_here())
         return;
     for (;;) {
         alloc_table_lock();
@@ -188,7 +188,7 @@ void regcache_forget_context(void *ctx)
         registered_now -= reg_len(p.r);
         p.r->state = REG_NONE; /* the driver drops it with the context: nothing to unregister */
         p.r->copies = 0;
-        __atomic_sub_fetch(&regcache_live, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&pinshim_gate.registrations, 1, __ATOMIC_RELAXED);
         count(&n_released[WHY_CONTEXT], 1);
         alloc_table_broadcast();
         alloc_table_unlock();
@@ -280,7 +280,7 @@ static bool tracked_mapping(uintptr_t base)
 
 static void release_registrations(uintptr_t lo, uintptr_t hi, enum release_why why)
 {
-    if (regcache_busy_here() || lo >= hi || !__atomic_load_n(&regcache_live, __ATOMIC_RELAXED))
+    if (regcache_busy_here() || lo >= hi || !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED))
         return;
     for (;;) {
         alloc_table_lock();
@@ -301,11 +301,11 @@ bool regcache_owns(uintptr_t lo, uintptr_t hi)
     return ours;
 }
 
-bool regcache_holds_any(void) { return __atomic_load_n(&regcache_live, __ATOMIC_RELAXED) > 0; }
+bool regcache_holds_any(void) { return __atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) > 0; }
 
 bool regcache_covers(uintptr_t p)
 {
-    return __atomic_load_n(&regcache_live, __ATOMIC_RELAXED) && !regcache_busy_here() && regcache_owns(p, p + 1);
+    return __atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) && !regcache_busy_here() && regcache_owns(p, p + 1);
 }
 
 static void on_discard(uintptr_t lo, uintptr_t hi) { release_registrations(lo, hi, WHY_DISCARD); }
@@ -400,7 +400,7 @@ void regcache_register_locked(struct alloc_rec *r)
     }
     if (registered_now > registered_high)
         registered_high = registered_now;
-    __atomic_add_fetch(&regcache_live, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pinshim_gate.registrations, 1, __ATOMIC_RELAXED);
     alloc_table_unlock();
     CUresult rc = driver_register(lo, hi - lo, &r->reg_ctx);
     alloc_table_lock();
@@ -411,7 +411,7 @@ void regcache_register_locked(struct alloc_rec *r)
     } else {
         r->state = REG_REFUSED;
         registered_now -= hi - lo;
-        __atomic_sub_fetch(&regcache_live, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&pinshim_gate.registrations, 1, __ATOMIC_RELAXED);
         count(&n_refused, 1);
         static int warned;
         if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
@@ -482,6 +482,6 @@ void regcache_fork_child(void)
     regcache_enabled = false;
     alloc_events_unsubscribe(&subscriber); /* no allocation is tracked any more */
     alloc_table_forget_all(); /* the child's pages stay as they are; its own frees are plain frees */
-    regcache_live = 0;
+    pinshim_gate.registrations = 0;
     registered_now = 0;
 }

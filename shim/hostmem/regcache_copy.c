@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "regcache_internal.h"
 
+#include "base/gate.h"
 #include "base/real.h"
 #include "memkind.h"
 
@@ -14,7 +15,7 @@ PINSHIM_HOT void regcache_view(struct copy *c)
 {
     c->reg_rec = NULL;
     c->reg_overlap = false;
-    if (!__atomic_load_n(&regcache_live, __ATOMIC_RELAXED) || !c->bytes)
+    if (!__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) || !c->bytes)
         return;
     uintptr_t sides[2] = {c->src, c->dst};
     enum host_kind *kinds[2] = {&c->src_kind, &c->dst_kind};
@@ -35,7 +36,7 @@ PINSHIM_HOT void regcache_view(struct copy *c)
 
 PINSHIM_HOT bool regcache_ignores(const struct copy *c)
 {
-    if (__atomic_load_n(&regcache_live, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED))
         return false;
     return c->host_kind != KIND_PAGEABLE || !regcache_enabled || !alloc_table_may_hold(host_side(c));
 }
@@ -95,7 +96,7 @@ void regcache_direct_range(const struct copy *c, uintptr_t *lo, uintptr_t *hi)
 
 void regcache_clear_edges(uintptr_t lo, uintptr_t hi)
 {
-    if (lo >= hi || !__atomic_load_n(&regcache_live, __ATOMIC_RELAXED) || regcache_busy_here())
+    if (lo >= hi || !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) || regcache_busy_here())
         return;
     for (;;) {
         alloc_table_lock();

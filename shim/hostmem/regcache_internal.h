@@ -14,7 +14,6 @@ enum release_why { WHY_FREE, WHY_UNMAP, WHY_DISCARD, WHY_EVICT, WHY_PROGRAM, WHY
 extern bool regcache_enabled;           /* pin_on_reuse and interception on, not a forked child */
 extern uint32_t regcache_register_after; /* copies before an allocation is registered */
 extern uint64_t regcache_lru_clock;     /* lock held: the clock of the last use */
-extern int regcache_live;               /* registrations made and not yet dropped (relaxed atomic) */
 
 /* True on a thread inside the cache's own driver calls or table work. */
 bool regcache_busy_here(void);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "base/common.h"
+#include "base/gate.h"
 #include "guard/guard.h"
 #include "hostmem/regcache.h"
 #include "observe/stats.h"
@@ -44,6 +45,6 @@ PINSHIM_EXPORT int pinshim_bench_observe(int on)
         observing_at_start = pinshim_policy.intercept;
     if (!observing_at_start || (!on && (pinshim_policy.guard != GUARD_OFF || regcache_holds_any())))
         return -1;
-    __atomic_store_n(&pinshim_policy.intercept, on != 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&pinshim_gate.observing, on != 0, __ATOMIC_RELAXED);
     return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/common.h"
+#include "base/gate.h"
 #include "guard/guard.h"
 #include "hostmem/alloc_events.h"
 #include "hostmem/memkind.h"
@@ -36,6 +37,14 @@ static const struct stats_section summary_sections[] = {
     {guard_summary_json, guard_summary_text},       /* guarded copies and races */
 };
 
+/* The gate's words that come from the policy (base/gate.h); the layers set their own. */
+static void open_gate(void)
+{
+    uint64_t h2d = pinshim_policy.stage_min_bytes, d2h = pinshim_policy.stage_d2h_min_bytes;
+    __atomic_store_n(&pinshim_gate.small_below, h2d < d2h ? h2d : d2h, __ATOMIC_RELAXED);
+    __atomic_store_n(&pinshim_gate.observing, pinshim_policy.intercept, __ATOMIC_RELAXED);
+}
+
 static void on_fork_child(void)
 {
     stats_reset();
@@ -59,6 +68,7 @@ __attribute__((constructor)) static void pinshim_init(void)
     for (size_t i = 0; i < sizeof summary_sections / sizeof summary_sections[0]; i++)
         stats_add_section(&summary_sections[i]);
     policy_load();
+    open_gate();
     alloc_events_subscribe(memkind_subscriber()); /* unmapped pages forget what the driver said */
     const struct alloc_subscriber *cache = regcache_configure();
     if (cache)
@@ -73,7 +83,7 @@ __attribute__((constructor)) static void pinshim_init(void)
 
 static void write_exit_summary(void)
 {
-    if (!pinshim_policy.intercept || !stats_any_activity())
+    if (!__atomic_load_n(&pinshim_gate.observing, __ATOMIC_RELAXED) || !stats_any_activity())
         return;
     if (log_finish()) /* PINSHIM_LOG's file got the summary record: nothing on stderr */
         return;

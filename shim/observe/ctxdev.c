@@ -7,17 +7,17 @@
 #include <stdbool.h>
 
 #include "base/common.h"
+#include "base/gate.h"
 #include "base/real.h"
 
 static unsigned generation = 1; /* a thread's cache is valid while it holds this number */
 static bool allowed = true;      /* false in a forked child */
 
-/* How many devices the process sees: DEVICES_UNASKED until the driver answered cuDeviceGetCount
- * (it refuses before cuInit), then the count, fixed for the process's life (CUDA_VISIBLE_DEVICES is
- * read once, at cuInit); DEVICES_UNKNOWN for good when the driver lacks the call or fails it
- * otherwise (each copy then asks for its context). */
+/* How many devices the process sees (pinshim_gate.devices, base/gate.h): DEVICES_UNASKED until the
+ * driver answered cuDeviceGetCount (it refuses before cuInit), then the count, fixed for the
+ * process's life (CUDA_VISIBLE_DEVICES is read once, at cuInit); DEVICES_UNKNOWN for good when the
+ * driver lacks the call or fails it otherwise (each copy then asks for its context). */
 enum { DEVICES_UNKNOWN = -1, DEVICES_UNASKED = 0 };
-static int device_count = DEVICES_UNASKED;
 
 static __thread CUcontext tls_ctx __attribute__((tls_model("initial-exec")));
 static __thread int32_t tls_dev __attribute__((tls_model("initial-exec")));
@@ -39,7 +39,7 @@ PINSHIM_HOT CUcontext ctxdev_current_context(void)
     return r == CUDA_SUCCESS ? ctx : NULL;
 }
 
-/* Asks the driver how many devices the process sees (see device_count); in a forked child, or
+/* Asks the driver how many devices the process sees (see DEVICES_UNASKED); in a forked child, or
  * before cuInit, DEVICES_UNASKED without remembering it. */
 static int ask_device_count(void)
 {
@@ -58,7 +58,7 @@ static int ask_device_count(void)
     if (r == CUDA_ERROR_NOT_INITIALIZED)
         return DEVICES_UNASKED;
     n = r == CUDA_SUCCESS && n >= 1 ? n : DEVICES_UNKNOWN;
-    __atomic_store_n(&device_count, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&pinshim_gate.devices, n, __ATOMIC_RELAXED);
     return n;
 }
 
@@ -66,7 +66,7 @@ PINSHIM_HOT int32_t ctxdev_current(void)
 {
     typedef CUresult (*fn_ctx_device)(CUdevice *);
     static void *device_slot;
-    int devices = __atomic_load_n(&device_count, __ATOMIC_RELAXED);
+    int devices = __atomic_load_n(&pinshim_gate.devices, __ATOMIC_RELAXED);
     if (PINSHIM_UNLIKELY(devices == DEVICES_UNASKED))
         devices = ask_device_count();
     if (devices == 1)

@@ -9,6 +9,7 @@
 
 #include "advice.h"
 #include "base/common.h"
+#include "base/gate.h"
 #include "callsite.h"
 #include "devtime.h"
 #include "logpath.h"
@@ -45,10 +46,9 @@ void log_init(time_t process_start)
         return;
     }
     configured = true;
+    __atomic_or_fetch(&pinshim_gate.follow, GATE_FOLLOW_LOG, __ATOMIC_RELAXED); /* copies leave the counted path */
     callsite_init();
 }
-
-PINSHIM_HOT bool log_follows_copies(void) { return logging(); }
 
 PINSHIM_HOT bool log_records(size_t bytes)
 {

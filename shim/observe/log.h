@@ -29,8 +29,9 @@
 /* Values of the log_level key, in the order of its choices. */
 enum { LOG_LEVEL_SUMMARY, LOG_LEVEL_TRANSFERS };
 
-/* Checks the log pattern (a bad one is reported now and the summary goes to stderr) and prepares
- * the call-site unwinder when logging is on. */
+/* Checks the log pattern (a bad one is reported now and the summary goes to stderr); when logging
+ * is on, prepares the call-site unwinder and raises GATE_FOLLOW_LOG (base/gate.h): every copy then
+ * leaves the counted path (call-site totals, per-transfer records). */
 void log_init(time_t process_start);
 
 /* Before a copy's real call: starts device timing when this copy is sampled. */
@@ -38,10 +39,6 @@ void log_copy_begin(const struct copy *c);
 
 /* Whether a copy of this size gets a record of its own (then its host time must be its own). */
 bool log_records(size_t bytes);
-
-/* Whether copies are followed beyond the advice counters (a log is being written: call-site
- * totals, per-transfer records). */
-bool log_follows_copies(void);
 
 /* After a copy's real call: feeds the advice counters and, when logging, the call-site totals and
  * the record queue. */

@@ -12,6 +12,7 @@
 
 #include "base/build_commit.h"
 #include "base/common.h"
+#include "base/gate.h"
 #include "base/driver.h"
 #include "base/tally.h"
 #include "pinshim.h"
@@ -35,7 +36,6 @@ static uint64_t failed_copies TALLY;
  * locked. A forked child starts with fresh locks (stats_reset): a parent thread may have held one. */
 static pthread_mutex_t summary_lock = PTHREAD_MUTEX_INITIALIZER, record_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cell unstaged[UNSTAGED_COUNT] TALLY;
-static bool active;
 
 static void add(uint64_t *counter, uint64_t v) { tally_add(counter, v); }
 static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
@@ -74,11 +74,11 @@ PINSHIM_HOT void stats_add_sync(enum driver_entry_id entry, uint64_t timed, uint
 PINSHIM_HOT void stats_add_call(enum driver_entry_id entry)
 {
     add(&calls[entry], 1);
-    if (PINSHIM_UNLIKELY(!__atomic_load_n(&active, __ATOMIC_RELAXED)))
-        __atomic_store_n(&active, true, __ATOMIC_RELAXED);
+    if (PINSHIM_UNLIKELY(!__atomic_load_n(&pinshim_gate.active, __ATOMIC_RELAXED)))
+        __atomic_store_n(&pinshim_gate.active, true, __ATOMIC_RELAXED);
 }
 
-bool stats_any_activity(void) { return __atomic_load_n(&active, __ATOMIC_RELAXED); }
+bool stats_any_activity(void) { return __atomic_load_n(&pinshim_gate.active, __ATOMIC_RELAXED); }
 
 /* Zeroes everything; called only in a forked child (one thread alive). */
 void stats_reset(void)
@@ -91,7 +91,7 @@ void stats_reset(void)
     tally_zero(calls, sizeof calls);
     tally_zero(unstaged, sizeof unstaged);
     tally_zero(&failed_copies, sizeof failed_copies);
-    active = false;
+    pinshim_gate.active = false;
 }
 
 /* One non-empty cell of a device slot's transfer table, with its coordinates. */

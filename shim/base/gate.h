@@ -1,0 +1,32 @@
+/* gate.h: the words every copy and call the shim only counts reads, together on one cache line.
+ * In a framework's loop the shim's state is cold at each call (the framework's and the driver's own
+ * work evict it between calls), so each separate line such a call reads is a cache miss: the gate
+ * holds what the counted path asks of the policy, the log, the guard, the registration cache, the
+ * device count and the counters, in one line where they were in nine.
+ * Contract: written rarely (at load, by the benchmark switch, at a registration made or dropped, at
+ * the first call) by the layer that owns each word, always with relaxed atomics; read with relaxed
+ * loads from any thread. A reader may see a change late, as it would a plain flag. */
+#ifndef PINSHIM_GATE_H
+#define PINSHIM_GATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Bits of follow: what makes every copy leave the counted path. */
+enum {
+    GATE_FOLLOW_LOG = 1u << 0,   /* the per-transfer log is configured (observe/log.c) */
+    GATE_FOLLOW_GUARD = 1u << 1, /* the guard is on (guard/guard.c) */
+};
+
+struct pinshim_gate {
+    bool observing;        /* the wrappers observe: the policy's intercept, then the benchmark switch */
+    bool active;           /* a wrapped entry point has been called (observe/stats.c) */
+    uint8_t follow;        /* GATE_FOLLOW_* */
+    int32_t devices;       /* devices the process sees; 0 not asked yet, -1 unknown (observe/ctxdev.c) */
+    int32_t registrations; /* the registration cache's live registrations (hostmem/regcache.c) */
+    uint64_t small_below;  /* a copy below this many bytes is too small to stage (copy/copy.h) */
+} __attribute__((aligned(64)));
+
+extern struct pinshim_gate pinshim_gate;
+
+#endif
