@@ -76,13 +76,13 @@ static bool tsc_wanted(bool may_read_files)
 
 static int choose(bool may_read_files)
 {
-    int mode = __atomic_load_n(&pinshim_clock.mode, __ATOMIC_ACQUIRE);
+    int mode = __atomic_load_n(&pinshim_gate.clock_mode, __ATOMIC_ACQUIRE);
     if (mode != CLOCK_MODE_UNSET)
         return mode;
     int want = tsc_wanted(may_read_files) ? CLOCK_MODE_TSC : CLOCK_MODE_MONO;
     uint64_t tsc = pinshim_rdtsc(), mono = pinshim_now_ns();
     int expected = CLOCK_MODE_UNSET;
-    if (__atomic_compare_exchange_n(&pinshim_clock.mode, &expected, want, false, __ATOMIC_ACQ_REL,
+    if (__atomic_compare_exchange_n(&pinshim_gate.clock_mode, &expected, want, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
         pinshim_clock.tsc0 = tsc;
         pinshim_clock.mono0 = mono;
@@ -124,6 +124,6 @@ uint64_t pinshim_clock_calibrate(void)
         return spin_factor();
     uint64_t f = factor(mono - pinshim_clock.mono0, tsc - pinshim_clock.tsc0);
     if (mono - pinshim_clock.mono0 >= CALIBRATE_AFTER_NS) /* good for good: later conversions only multiply */
-        __atomic_store_n(&pinshim_clock.ns_per_tick_q32, f, __ATOMIC_RELAXED);
+        __atomic_store_n(&pinshim_gate.ns_per_tick_q32, f, __ATOMIC_RELAXED);
     return f;
 }

@@ -16,17 +16,17 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "gate.h"
 
 enum clock_mode { CLOCK_MODE_UNSET, CLOCK_MODE_MONO, CLOCK_MODE_TSC };
 
-/* The mode chosen (CLOCK_MODE_UNSET until the first read) and the factor once calibrated (0 before):
- * one cache line, read by every wrapper. */
+/* The mode chosen (CLOCK_MODE_UNSET until the first read) and the factor once calibrated (0 before),
+ * read by every timed call, are pinshim_gate.clock_mode and .ns_per_tick_q32 (base/gate.h); here
+ * what calibration starts from. */
 struct pinshim_clock {
-    int mode;
-    uint64_t ns_per_tick_q32; /* nanoseconds per tick << 32 */
-    uint64_t tsc0, mono0; /* the first read: where calibration starts (valid once anchored) */
+    uint64_t tsc0, mono0; /* the first read (valid once anchored) */
     int anchored;
-} __attribute__((aligned(64)));
+};
 extern struct pinshim_clock pinshim_clock;
 
 /* Chooses the mode (first read only) and returns it: from CPUID alone (async-signal-safe). */
@@ -47,7 +47,7 @@ static inline uint64_t pinshim_rdtsc(void)
 /* Now, in ticks: only differences of two reads mean anything (pinshim_ticks_ns). */
 static inline uint64_t pinshim_ticks(void)
 {
-    int mode = __atomic_load_n(&pinshim_clock.mode, __ATOMIC_RELAXED);
+    int mode = __atomic_load_n(&pinshim_gate.clock_mode, __ATOMIC_RELAXED);
     if (PINSHIM_UNLIKELY(mode == CLOCK_MODE_UNSET))
         mode = pinshim_clock_choose();
     return mode == CLOCK_MODE_TSC ? pinshim_rdtsc() : pinshim_now_ns();
@@ -62,9 +62,9 @@ static inline uint64_t pinshim_ticks_ns(uint64_t t0, uint64_t t1)
 {
     if (PINSHIM_UNLIKELY(t1 < t0))
         return 0;
-    if (__atomic_load_n(&pinshim_clock.mode, __ATOMIC_RELAXED) != CLOCK_MODE_TSC)
+    if (__atomic_load_n(&pinshim_gate.clock_mode, __ATOMIC_RELAXED) != CLOCK_MODE_TSC)
         return t1 - t0;
-    uint64_t f = __atomic_load_n(&pinshim_clock.ns_per_tick_q32, __ATOMIC_RELAXED);
+    uint64_t f = __atomic_load_n(&pinshim_gate.ns_per_tick_q32, __ATOMIC_RELAXED);
     if (PINSHIM_UNLIKELY(f == 0))
         f = pinshim_clock_calibrate();
     return (uint64_t)(((unsigned __int128)(t1 - t0) * f) >> 32);

@@ -2,9 +2,9 @@
  * In a framework's loop the shim's state is cold at each call (the framework's and the driver's own
  * work evict it between calls), so each separate line such a call reads is a cache miss: the gate
  * holds what the counted path asks of the policy, the log, the guard, the registration cache, the
- * device count and the counters, in one line where they were in nine.
+ * device count, the counters and the clock, in one line where they were in a dozen.
  * Contract: written rarely (at load, by the benchmark switch, at a registration made or dropped, at
- * the first call) by the layer that owns each word, always with relaxed atomics; read with relaxed
+ * the first call, when the clock is chosen and calibrated) by the layer that owns each word, always with relaxed atomics; read with relaxed
  * loads from any thread. A reader may see a change late, as it would a plain flag. */
 #ifndef PINSHIM_GATE_H
 #define PINSHIM_GATE_H
@@ -21,11 +21,16 @@ enum {
 struct pinshim_gate {
     bool observing;        /* the wrappers observe: the policy's intercept, then the benchmark switch */
     bool active;           /* a wrapped entry point has been called (observe/stats.c) */
+    bool sync_adaptive;    /* sync_timing = adaptive (copy/sync_entry.c) */
     uint8_t follow;        /* GATE_FOLLOW_* */
+    int32_t clock_mode;    /* base/clock.h: its enum clock_mode, chosen at the first read */
     int32_t devices;       /* devices the process sees; 0 not asked yet, -1 unknown (observe/ctxdev.c) */
     int32_t registrations; /* the registration cache's live registrations (hostmem/regcache.c) */
     uint64_t small_below;  /* a copy below this many bytes is too small to stage (copy/copy.h) */
+    uint64_t ns_per_tick_q32; /* base/clock.h: nanoseconds per tick << 32, once calibrated (0 before) */
 } __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct pinshim_gate) == 64, "the gate is one cache line");
 
 extern struct pinshim_gate pinshim_gate;
 

@@ -26,7 +26,7 @@
 /* The weight of a blocking call: every call with sync_timing = all, adaptive otherwise. */
 static inline uint64_t wait_weight(void)
 {
-    return pinshim_wait_weight(pinshim_policy.sync_timing == SYNC_TIMING_ADAPTIVE);
+    return pinshim_wait_weight(__atomic_load_n(&pinshim_gate.sync_adaptive, __ATOMIC_RELAXED));
 }
 
 /* One handler: counted and timed; on success, `released` tells the guard what the call covered.

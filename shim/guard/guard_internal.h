@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/gate.h"
 #include "guard.h"
 
 struct callsite;
@@ -58,7 +59,12 @@ static inline uint64_t guard_get(const uint64_t *c) { return __atomic_load_n(c, 
 extern struct guard_slot guard_slots[GUARD_SLOTS];
 extern uint64_t guard_order_counter; /* the last guard order handed out */
 
-static inline bool guard_any_live(void) { return __atomic_load_n(&guard_live, __ATOMIC_ACQUIRE) > 0; }
+static inline bool guard_any_live(void)
+{
+    /* the gate first: with the guard off, a synchronize reads no line of the guard's */
+    return (__atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED) & GATE_FOLLOW_GUARD) &&
+           __atomic_load_n(&guard_live, __ATOMIC_ACQUIRE) > 0;
+}
 
 /* A free slot whose previous marker has landed (claimed: SETUP), or -1. */
 int guard_claim_slot(void);

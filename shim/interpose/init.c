@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/common.h"
 #include "base/gate.h"
+#include "copy/entry.h"
 #include "guard/guard.h"
 #include "hostmem/alloc_events.h"
 #include "hostmem/memkind.h"
@@ -43,6 +44,7 @@ static void open_gate(void)
     uint64_t h2d = pinshim_policy.stage_min_bytes, d2h = pinshim_policy.stage_d2h_min_bytes;
     __atomic_store_n(&pinshim_gate.small_below, h2d < d2h ? h2d : d2h, __ATOMIC_RELAXED);
     __atomic_store_n(&pinshim_gate.observing, pinshim_policy.intercept, __ATOMIC_RELAXED);
+    __atomic_store_n(&pinshim_gate.sync_adaptive, pinshim_policy.sync_timing == SYNC_TIMING_ADAPTIVE, __ATOMIC_RELAXED);
 }
 
 static void on_fork_child(void)
