@@ -182,23 +182,25 @@ fake_interpreter() {
 case "\$1" in
 *inprocess_ab.py)
     n=\$(cat "$WORK/count" 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n >"$WORK/count"
-    echo '{"inprocess": "item", "forward_ns": 10000, "mean_ns": '\$((30 + 20 * n))', "se_ns": 2, "groups": 200, "ops": 100}'
-    echo '{"inprocess": "4KB pinned nb", "forward_ns": 10000, "mean_ns": 150, "se_ns": 3, "groups": 200, "ops": 100}'
-    echo '{"inprocess": "control (no CUDA)", "forward_ns": 5000, "mean_ns": '\$((7 * n))', "se_ns": 1, "groups": 200, "ops": 100}' ;;
+    m=\$((30 + 20 * n)); c=\$((7 * n))
+    echo '{"inprocess": "item", "forward_ns": 10000, "median_ns": '\$m', "q1_ns": '\$((m - 5))', "q3_ns": '\$((m + 5))', "mean_ns": 999, "se_ns": 1, "groups": 200, "ops": 100}'
+    echo '{"inprocess": "4KB pinned nb", "forward_ns": 10000, "median_ns": 150, "q1_ns": 100, "q3_ns": 200, "mean_ns": 150, "se_ns": 3, "groups": 200, "ops": 100}'
+    echo '{"inprocess": "control (no CUDA)", "forward_ns": 5000, "median_ns": '\$c', "q1_ns": '\$((c - 2))', "q3_ns": '\$((c + 2))', "mean_ns": 0, "se_ns": 1, "groups": 200, "ops": 100}' ;;
 *) exec python3 "\$@" ;;
 esac
 EOF
     chmod +x "$WORK/py"
 }
 
-@test "workloads harness: the in-process table pools its processes (mean, 2 standard errors, share), checks 1 % and +100 ns, after the main table" {
+@test "workloads harness: the in-process table pools its processes' medians (mean, 2 standard errors, share), checks 1 % and +100 ns, after the main table" {
     fake_interpreter
     LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_same --pairs 1 --no-guard --inprocess 2 --inprocess-groups 4 \
         --python "$WORK/py" --out "$WORK/res"
     [ "$(cat "$WORK/rc")" = 0 ]
-    # item: processes +50 and +70 (2 se 4 each): mean +60, the spread between them (2 x 10) the error
+    # item: medians +50 and +70 (their means, 999, are not read): +60, the spread between them (2 x 10) the error
     grep -E '^item +10000 ns +\+60.0 \+- 20.0 ns +0.60% +<=1% +PASS +2 \(\+50, \+70\)$' "$WORK/out.txt"
-    grep -E '^4KB pinned nb +10000 ns +\+150.0 \+- 4.2 ns +1.50% +<=1% +MISS +2 \(\+150, \+150\)$' "$WORK/out.txt"
+    # 4KB pinned nb: both +150, quartiles 100..200 over 200 groups: each median's error 6.57, pooled 4.65
+    grep -E '^4KB pinned nb +10000 ns +\+150.0 \+- 9.3 ns +1.50% +<=1% +MISS +2 \(\+150, \+150\)$' "$WORK/out.txt"
     # the control: +7 and +14, error 7: not within it, and said so
     grep -E '^control \(no CUDA\) +5000 ns +\+10.5 \+- 7.0 ns .* UNFAIR ' "$WORK/out.txt"
     grep -F 'note inprocess: the control row differs by more than its error' "$WORK/out.txt"

@@ -28,4 +28,12 @@ static inline double bench_median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The q-quantile (0 <= q <= 1) of v[0..n) (n > 0), linear between order statistics; v sorted. */
+static inline double bench_quantile_sorted(const double *v, int n, double q)
+{
+    double at = q * (n - 1);
+    int i = (int)at;
+    return i + 1 < n ? v[i] + (at - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
 #endif

@@ -122,8 +122,9 @@ def main():
         print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %+8.1f +-%4.0f %7.3fx" % (
             name, f, o, statistics.median(diffs), q[0], q[2], statistics.fmean(diffs), 2 * se, f / o), flush=True)
         if args.json:
-            print(json.dumps({"inprocess": name, "forward_ns": f, "observe_ns": o, "mean_ns": statistics.fmean(diffs),
-                              "se_ns": se, "groups": len(diffs), "ops": ops}), flush=True)
+            print(json.dumps({"inprocess": name, "forward_ns": f, "observe_ns": o, "median_ns": statistics.median(diffs),
+                              "q1_ns": q[0], "q3_ns": q[2], "mean_ns": statistics.fmean(diffs), "se_ns": se,
+                              "groups": len(diffs), "ops": ops}), flush=True)
 
 
 def nothing_measured(args, why):

@@ -8,7 +8,8 @@
  * observing blocks' mean per iteration less the two forwarding blocks'). Forwarding still passes
  * through the wrappers (a load and a branch): this is what observing costs, not the preload.
  * Prints one line per group, then the medians (ns per iteration) of each side and of the paired
- * differences, with their range. Without the shim it prints one line saying so and exits 0.
+ * differences, with their quartiles and range, and the differences' mean with two standard errors.
+ * Without the shim it prints one line saying so and exits 0.
  * Never asserts a timing.
  * A third argument, evict KiB, writes one byte per line of a buffer that large before each iteration
  * (both sides alike): the shim's code and data then start cold in the caches, as between the calls
@@ -122,10 +123,11 @@ int main(int argc, char **argv)
     for (int g = 0; g < groups; g++)
         sq += (diff[g] - mean) * (diff[g] - mean);
     double se2 = groups > 1 ? 2 * sqrt(sq / (groups - 1) / groups) : 0;
-    printf("median: observe %.0f ns, forward %.0f ns, observe - forward %+.0f ns per iteration (groups %+.0f to %+.0f), "
-           "mean %+.1f +- %.1f (2 standard errors), %d groups of 4 x %d iterations\n",
-           bench_median(on, 2 * groups), bench_median(off, 2 * groups), bench_median(diff, groups), lo, hi, mean, se2,
-           groups, iters);
+    double mid = bench_median(diff, groups); /* sorts diff */
+    printf("median: observe %.0f ns, forward %.0f ns, observe - forward %+.0f ns per iteration (quartiles %+.1f to "
+           "%+.1f, groups %+.0f to %+.0f), mean %+.1f +- %.1f (2 standard errors), %d groups of 4 x %d iterations\n",
+           bench_median(on, 2 * groups), bench_median(off, 2 * groups), mid, bench_quantile_sorted(diff, groups, 0.25),
+           bench_quantile_sorted(diff, groups, 0.75), lo, hi, mean, se2, groups, iters);
     CHECK(d.mem_free(dev));
     CHECK(d.free_host(host));
     CHECK(d.stream_destroy(s));

@@ -531,8 +531,8 @@ def inprocess_tables(ctx):
     """The in-process table as text and as markdown (both "" when it was not measured)."""
     if not ctx.inprocess:
         return "", ""
-    title = ("# inside one process: observing against forwarding, ns per operation, mean +- 2 standard errors "
-             "over %d processes (tests/bench/workloads/inprocess.py)" % ctx.args.inprocess)
+    title = ("# inside one process: observing against forwarding, ns per operation: the mean of %d processes' "
+             "median differences +- 2 standard errors (tests/bench/workloads/inprocess.py)" % ctx.args.inprocess)
     return ("\n".join(["", "", title, render_text(inprocess.table_rows(ctx.inprocess["rows"], markdown=False))]),
             "\n".join([title.lstrip("# ").capitalize() + ":", "", render_markdown(
                 inprocess.table_rows(ctx.inprocess["rows"], markdown=True)), ""]))
