@@ -89,8 +89,10 @@ static bool count_copy(const struct copy *c, CUresult result, uint64_t host_ns)
 
 PINSHIM_HOT void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns)
 {
-    if (count_copy(c, result, host_ns))
-        advice_add_copy(c, host_ns); /* what log_copy feeds first; nothing else follows such a copy */
+    /* what log_copy feeds first; nothing else follows such a copy. The advice keeps pageable copies
+     * only: a pinned copy, most counted copies, skips the call */
+    if (count_copy(c, result, host_ns) && c->host_kind == KIND_PAGEABLE)
+        advice_add_copy(c, host_ns);
 }
 
 PINSHIM_HOT void copy_record(const struct copy *c, CUresult result, uint64_t host_ns)

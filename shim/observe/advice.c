@@ -17,7 +17,7 @@
 #include "stats.h"
 
 enum { SIDE_H2D, SIDE_D2H, SIDES };
-enum { CLASS_PAGEABLE_SYNC, CLASS_PAGEABLE_ASYNC, CLASS_PINNED_SYNC, CLASS_PINNED_ASYNC, CLASSES };
+enum { CLASS_PAGEABLE_SYNC, CLASS_PAGEABLE_ASYNC, CLASSES }; /* the advice reads pageable copies only */
 
 struct cell {
     uint64_t count, bytes, ns; /* in this order: tally_add3 */
@@ -35,12 +35,9 @@ PINSHIM_HOT void advice_add_copy(const struct copy *c, uint64_t host_ns)
 {
     int side = side_of(c->dir);
     /* a staged copy did not take the driver's pageable path: it says nothing about pinning */
-    if (side < 0 || !memkind_is_host(c->host_kind) || c->action != ACTION_PASS)
+    if (side < 0 || c->host_kind != KIND_PAGEABLE || c->action != ACTION_PASS)
         return;
-    bool pageable = c->host_kind == KIND_PAGEABLE;
-    int cls = pageable ? (c->async ? CLASS_PAGEABLE_ASYNC : CLASS_PAGEABLE_SYNC)
-                       : (c->async ? CLASS_PINNED_ASYNC : CLASS_PINNED_SYNC);
-    struct cell *cell = &copies[side][cls];
+    struct cell *cell = &copies[side][c->async ? CLASS_PAGEABLE_ASYNC : CLASS_PAGEABLE_SYNC];
     tally_add3(&cell->count, 1, c->bytes, host_ns);
 }
 

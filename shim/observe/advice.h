@@ -22,7 +22,8 @@
 #define ADVICE_PINNED_DEFAULT_GBPS 55.0
 #define ADVICE_TOP_SITES 3
 
-/* One successful copy (any kind; only host<->device copies of host memory are kept). */
+/* One successful copy (any kind; only host<->device copies of pageable memory the driver took are
+ * kept: what the advice estimates pinning would save). */
 void advice_add_copy(const struct copy *c, uint64_t host_ns);
 
 /* A device-timed copy: its device duration (pinned/registered ones calibrate the pinned bandwidth). */
