@@ -12,23 +12,27 @@ const struct driver_entry driver_entries[ENTRY_COUNT] = {
 #undef X
 };
 
-static void *real_fns[ENTRY_COUNT];
+struct driver_hot driver_hot[ENTRY_COUNT] = {
+#define X(id, exp, query, vmin, vmax, flavour, shape) {NULL, FLAVOUR_##flavour},
+    PINSHIM_DRIVER_ENTRIES(X)
+#undef X
+};
 
 void driver_set_real(enum driver_entry_id id, void *fn)
 {
     if (!fn)
         return;
     void *expected = NULL;
-    __atomic_compare_exchange_n(&real_fns[id], &expected, fn, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
+    __atomic_compare_exchange_n(&driver_hot[id].real, &expected, fn, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
 }
 
 PINSHIM_HOT void *driver_real(enum driver_entry_id id)
 {
-    void *fn = __atomic_load_n(&real_fns[id], __ATOMIC_ACQUIRE);
+    void *fn = __atomic_load_n(&driver_hot[id].real, __ATOMIC_ACQUIRE);
     if (PINSHIM_LIKELY(fn != NULL))
         return fn;
     driver_set_real(id, real_driver_symbol(driver_entries[id].export_name));
-    return __atomic_load_n(&real_fns[id], __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&driver_hot[id].real, __ATOMIC_ACQUIRE);
 }
 
 int driver_find_export(const char *name)
