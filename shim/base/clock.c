@@ -15,8 +15,6 @@
 #define PROBE_ROUNDS 5
 
 struct pinshim_clock pinshim_clock;
-__thread uint32_t pinshim_sample_state __attribute__((tls_model("initial-exec")));
-__thread uint32_t pinshim_short_waits __attribute__((tls_model("initial-exec")));
 
 /* CPUID 8000_0007h EDX bit 8: the TSC runs at a constant rate and does not stop in deep C-states. */
 static bool tsc_invariant(void)

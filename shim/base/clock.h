@@ -81,18 +81,17 @@ static inline uint64_t pinshim_ticks_since(uint64_t t0) { return pinshim_ticks_n
  * pinshim_sample_weight() says what the call in hand counts for: 0 (not timed) or
  * PINSHIM_SAMPLE_EVERY. Counting stays exact; the time totals become estimates. */
 #define PINSHIM_SAMPLE_EVERY 16u
-extern __thread uint32_t pinshim_sample_state __attribute__((tls_model("initial-exec")));
 
 /* The thread's next random draw (xorshift32, seeded from the TSC at its first draw). */
 static inline uint32_t pinshim_sample_draw(void)
 {
-    uint32_t x = pinshim_sample_state;
+    uint32_t x = pinshim_thread.sample_state;
     if (PINSHIM_UNLIKELY(x == 0)) /* the thread's first draw: a seed that is never 0 */
         x = (uint32_t)pinshim_rdtsc() | 1u;
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
-    pinshim_sample_state = x;
+    pinshim_thread.sample_state = x;
     return x;
 }
 
@@ -118,11 +117,10 @@ static inline uint64_t pinshim_sample_weight(void) { return pinshim_one_in(PINSH
 #define PINSHIM_SHORT_WAIT_NS 20000u
 #define PINSHIM_SHORT_WAITS 256u
 #define PINSHIM_WAIT_SAMPLE_EVERY 4u
-extern __thread uint32_t pinshim_short_waits __attribute__((tls_model("initial-exec")));
 
 static inline uint64_t pinshim_wait_weight(bool adaptive)
 {
-    if (!adaptive || pinshim_short_waits < PINSHIM_SHORT_WAITS)
+    if (!adaptive || pinshim_thread.short_waits < PINSHIM_SHORT_WAITS)
         return 1;
     return pinshim_one_in(PINSHIM_WAIT_SAMPLE_EVERY);
 }
@@ -130,9 +128,9 @@ static inline uint64_t pinshim_wait_weight(bool adaptive)
 static inline void pinshim_wait_timed(uint64_t ns)
 {
     if (ns >= PINSHIM_SHORT_WAIT_NS)
-        pinshim_short_waits = 0;
-    else if (pinshim_short_waits < PINSHIM_SHORT_WAITS)
-        pinshim_short_waits++;
+        pinshim_thread.short_waits = 0;
+    else if (pinshim_thread.short_waits < PINSHIM_SHORT_WAITS)
+        pinshim_thread.short_waits++;
 }
 
 /* A read of pinshim_ticks() when weight is not 0; 0 otherwise. */

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "thread.h"
+
 #define PINSHIM_EXPORT __attribute__((visibility("default")))
 #define PINSHIM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define PINSHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -39,17 +41,14 @@ static inline uint64_t pinshim_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Depth > 0 means "the shim is calling the driver itself": wrappers then forward
- * without classifying or counting. Initial-exec TLS: one instruction to read. */
-extern __thread int pinshim_depth __attribute__((tls_model("initial-exec")));
-
-/* The return address into the program (or the CUDA runtime) of the wrapper call being handled:
- * wrappers tail-call their handlers, so the handler's return address is the caller's. A cheap hint
- * for the call site; observe/callsite.c unwinds only when it points into CUDA's own libraries. */
-extern __thread uintptr_t pinshim_caller __attribute__((tls_model("initial-exec")));
-
-static inline void pinshim_enter(void) { pinshim_depth++; }
-static inline void pinshim_leave(void) { pinshim_depth--; }
+/* pinshim_thread.depth > 0 means "the shim is calling the driver itself": wrappers then forward
+ * without classifying or counting (base/thread.h).
+ * pinshim_thread.caller is the return address into the program (or the CUDA runtime) of the wrapper
+ * call being handled: wrappers tail-call their handlers, so the handler's return address is the
+ * caller's. A cheap hint for the call site; observe/callsite.c unwinds only when it points into
+ * CUDA's own libraries. */
+static inline void pinshim_enter(void) { pinshim_thread.depth++; }
+static inline void pinshim_leave(void) { pinshim_thread.depth--; }
 
 /* pthread_cond_timedwait for at most `ns` on a condition variable made with its default clock
  * (PTHREAD_COND_INITIALIZER: CLOCK_REALTIME, so the deadline is taken from that clock). */

@@ -15,7 +15,6 @@ extern char __stop_pinshim_tally[] __attribute__((visibility("hidden")));
 /* At least one counter always exists, so the section (and its bounds) does. */
 static uint64_t tally_anchor TALLY;
 
-__thread char *tally_mine __attribute__((tls_model("initial-exec")));
 
 struct slot {
     char *mem;
@@ -36,7 +35,7 @@ static size_t section_bytes(void) { return (size_t)(__stop_pinshim_tally - __sta
 static void on_thread_exit(void *arg)
 {
     struct slot *s = arg;
-    tally_mine = TALLY_EXITING;
+    pinshim_thread.tally_mine = TALLY_EXITING;
     __atomic_store_n(&s->taken, 0, __ATOMIC_RELEASE);
 }
 
@@ -45,7 +44,7 @@ static void make_exit_key(void) { exit_key_ok = pthread_key_create(&exit_key, on
 char *tally_claim(void)
 {
     (void)tally_anchor;
-    if (tally_mine == TALLY_EXITING)
+    if (pinshim_thread.tally_mine == TALLY_EXITING)
         return NULL;
     pthread_once(&exit_key_once, make_exit_key);
     if (!exit_key_ok)
@@ -74,7 +73,7 @@ char *tally_claim(void)
             __atomic_store_n(&s->taken, 0, __ATOMIC_RELEASE);
             return NULL;
         }
-        tally_mine = mem;
+        pinshim_thread.tally_mine = mem;
         return mem;
     }
     return NULL;
@@ -83,7 +82,7 @@ char *tally_claim(void)
 /* The calling thread's copy of counter, claimed now if need be; NULL when it cannot have one. */
 static uint64_t *copy_of(uint64_t *counter)
 {
-    char *mine = (uintptr_t)tally_mine <= 1 ? tally_claim() : tally_mine;
+    char *mine = (uintptr_t)pinshim_thread.tally_mine <= 1 ? tally_claim() : pinshim_thread.tally_mine;
     return mine ? (uint64_t *)(mine + ((char *)counter - __start_pinshim_tally)) : NULL;
 }
 
@@ -126,6 +125,6 @@ void tally_zero(void *counters, size_t bytes)
         if (!slots[i].mem)
             continue;
         memset(slots[i].mem + off, 0, bytes);
-        slots[i].taken = slots[i].mem == tally_mine; /* the other threads do not exist here */
+        slots[i].taken = slots[i].mem == pinshim_thread.tally_mine; /* the other threads do not exist here */
     }
 }

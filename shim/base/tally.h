@@ -22,7 +22,6 @@
 #define TALLY __attribute__((section("pinshim_tally")))
 
 extern char __start_pinshim_tally[] __attribute__((visibility("hidden")));
-extern __thread char *tally_mine __attribute__((tls_model("initial-exec")));
 
 /* The calling thread's copy, claimed now if it has none; NULL when it cannot have one. */
 char *tally_claim(void);
@@ -41,7 +40,7 @@ static inline void tally_plain_add(uint64_t *c, uint64_t v)
  * thread's copy once. */
 static inline void tally_add3(uint64_t *counters, uint64_t a, uint64_t b, uint64_t c)
 {
-    char *mine = tally_mine;
+    char *mine = pinshim_thread.tally_mine;
     if (PINSHIM_UNLIKELY((uintptr_t)mine <= 1)) { /* none yet (NULL), or exiting (1) */
         tally_add3_first(counters, a, b, c);
         return;
@@ -55,7 +54,7 @@ static inline void tally_add3(uint64_t *counters, uint64_t a, uint64_t b, uint64
 /* Adds v to one counter. */
 static inline void tally_add(uint64_t *counter, uint64_t v)
 {
-    char *mine = tally_mine;
+    char *mine = pinshim_thread.tally_mine;
     if (PINSHIM_UNLIKELY((uintptr_t)mine <= 1)) {
         tally_add_first(counter, v);
         return;

@@ -7,8 +7,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-__thread int pinshim_depth __attribute__((tls_model("initial-exec")));
-__thread uintptr_t pinshim_caller __attribute__((tls_model("initial-exec")));
+__thread struct pinshim_thread pinshim_thread __attribute__((tls_model("initial-exec")));
 
 void pinshim_warn(const char *fmt, ...)
 {

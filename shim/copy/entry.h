@@ -17,7 +17,7 @@ enum { SYNC_TIMING_ADAPTIVE, SYNC_TIMING_ALL };
 
 static inline bool entry_observing(void)
 {
-    return pinshim_depth == 0 && __atomic_load_n(&pinshim_gate.observing, __ATOMIC_RELAXED);
+    return pinshim_thread.depth == 0 && __atomic_load_n(&pinshim_gate.observing, __ATOMIC_RELAXED);
 }
 
 CUresult entry_missing(enum driver_entry_id id);
@@ -28,7 +28,7 @@ CUresult entry_missing(enum driver_entry_id id);
         return entry_missing(id);                                                                      \
     if (!entry_observing())                                                                            \
         return real(__VA_ARGS__);                                                                      \
-    pinshim_caller = (uintptr_t)__builtin_return_address(0);                                           \
+    pinshim_thread.caller = (uintptr_t)__builtin_return_address(0);                                           \
     stats_add_call(id)
 
 #endif

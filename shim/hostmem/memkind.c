@@ -25,12 +25,9 @@ static struct range *ranges;
 static size_t range_count, range_capacity;
 static bool driver_allowed = true;
 
-/* The last range this thread found, in page_kinds' generation. It starts empty, so that it never
+/* The last range this thread found, in page_kinds' generation, is pinshim_thread.kind_hit
+ * (base/thread.h), on the line every wrapped call touches. It starts empty, so that it never
  * matches although its generation 0 is the memo's first. */
-static __thread struct {
-    uint64_t generation;
-    struct range hit;
-} cache __attribute__((tls_model("initial-exec")));
 
 /* Answers for a small copy's page (base/page_memo.h), valid in one generation: a page the driver
  * called plain host memory, holding no part of a range of the table (the driver answers per byte),
@@ -57,14 +54,16 @@ static size_t upper_bound(uintptr_t p)
 /* Whether the thread's last range holds p and is still current (generation gen). */
 static inline bool cache_holds(uintptr_t p, uint64_t gen)
 {
-    return cache.generation == gen && p >= cache.hit.base && p < cache.hit.end;
+    const struct pinshim_kind_hit *hit = &pinshim_thread.kind_hit;
+    return hit->generation == gen && p >= hit->base && p < hit->end;
 }
 
 PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
 {
     uint64_t gen = page_memo_generation(&page_kinds);
     if (cache_holds(p, gen)) {
-        *out = cache.hit;
+        const struct pinshim_kind_hit *hit = &pinshim_thread.kind_hit;
+        *out = (struct range){hit->base, hit->end, (enum host_kind)hit->kind};
         return true;
     }
     bool found = false;
@@ -77,8 +76,7 @@ PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
     gen = page_memo_generation(&page_kinds); /* under the lock: the table is still the one searched */
     pthread_rwlock_unlock(&table_lock);
     if (found) {
-        cache.generation = gen;
-        cache.hit = *out;
+        pinshim_thread.kind_hit = (struct pinshim_kind_hit){gen, out->base, out->end, (int)out->kind};
     }
     return found;
 }
@@ -138,7 +136,7 @@ PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
     /* the thread's last range first: the small tensors of one pinned block share it, where each
      * page's memo word lies on a line of its own, cold between a framework's copies */
     if (cache_holds(p, gen))
-        return cache.hit.kind;
+        return (enum host_kind)pinshim_thread.kind_hit.kind;
     switch (page_memo_get(&page_kinds, p, gen)) {
     case MEMO_PAGEABLE: return KIND_PAGEABLE;
     case MEMO_PINNED: return KIND_PINNED;

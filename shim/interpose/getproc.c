@@ -33,7 +33,7 @@ CUresult shape_getproc_v1(enum driver_entry_id id, SHAPE_getproc_v1_P)
     if (PINSHIM_UNLIKELY(!real))
         return entry_missing(id);
     CUresult result = real(symbol, pfn, version, flags);
-    if (result == CUDA_SUCCESS && pinshim_depth == 0)
+    if (result == CUDA_SUCCESS && pinshim_thread.depth == 0)
         answer_query(symbol, pfn, version, flags);
     return result;
 }
@@ -44,7 +44,7 @@ CUresult shape_getproc_v2(enum driver_entry_id id, SHAPE_getproc_v2_P)
     if (PINSHIM_UNLIKELY(!real))
         return entry_missing(id);
     CUresult result = real(symbol, pfn, version, flags, status);
-    if (result == CUDA_SUCCESS && pinshim_depth == 0)
+    if (result == CUDA_SUCCESS && pinshim_thread.depth == 0)
         answer_query(symbol, pfn, version, flags);
     return result;
 }

@@ -162,7 +162,7 @@ static _Unwind_Reason_Code walk_step(struct _Unwind_Context *ctx, void *arg)
 const struct callsite *callsite_capture(void)
 {
     /* Fast path: the wrapper's caller is already a program frame (driver API users). */
-    uintptr_t hint = pinshim_caller;
+    uintptr_t hint = pinshim_thread.caller;
     if (hint) {
         const struct callsite *e = lookup(hint);
         if (e && __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == STATE_SITE)
