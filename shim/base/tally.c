@@ -125,6 +125,6 @@ void tally_zero(void *counters, size_t bytes)
         if (!slots[i].mem)
             continue;
         memset(slots[i].mem + off, 0, bytes);
-        slots[i].taken = slots[i].mem == pinshim_thread.tally_mine; /* the other threads do not exist here */
+        slots[i].taken = slots[i].mem == pinshim_thread.tally_mine; /* no other thread exists here */
     }
 }

@@ -305,7 +305,8 @@ bool regcache_holds_any(void) { return __atomic_load_n(&pinshim_gate.registratio
 
 bool regcache_covers(uintptr_t p)
 {
-    return __atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) && !regcache_busy_here() && regcache_owns(p, p + 1);
+    return __atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) && !regcache_busy_here() &&
+           regcache_owns(p, p + 1);
 }
 
 static void on_discard(uintptr_t lo, uintptr_t hi) { release_registrations(lo, hi, WHY_DISCARD); }
