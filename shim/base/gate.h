@@ -4,8 +4,9 @@
  * holds what the counted path asks of the policy, the log, the guard, the registration cache, the
  * device count, the counters and the clock, in one line where they were in a dozen.
  * Contract: written rarely (at load, by the benchmark switch, at a registration made or dropped, at
- * the first call, when the clock is chosen and calibrated) by the layer that owns each word, always with relaxed atomics; read with relaxed
- * loads from any thread. A reader may see a change late, as it would a plain flag. */
+ * the first call, when the clock is chosen and calibrated) by the layer that owns each word, always
+ * with relaxed atomics; read with relaxed loads from any thread. A reader may see a change late, as
+ * it would a plain flag. */
 #ifndef PINSHIM_GATE_H
 #define PINSHIM_GATE_H
 

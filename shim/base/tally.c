@@ -15,7 +15,6 @@ extern char __stop_pinshim_tally[] __attribute__((visibility("hidden")));
 /* At least one counter always exists, so the section (and its bounds) does. */
 static uint64_t tally_anchor TALLY;
 
-
 struct slot {
     char *mem;
     int taken;

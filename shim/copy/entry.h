@@ -28,7 +28,7 @@ CUresult entry_missing(enum driver_entry_id id);
         return entry_missing(id);                                                                      \
     if (!entry_observing())                                                                            \
         return real(__VA_ARGS__);                                                                      \
-    pinshim_thread.caller = (uintptr_t)__builtin_return_address(0);                                           \
+    pinshim_thread.caller = (uintptr_t)__builtin_return_address(0);                                    \
     stats_add_call(id)
 
 #endif
