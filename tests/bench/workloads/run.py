@@ -38,7 +38,8 @@ STDERR_TAIL = 30
 
 class Workload:
     """One program of the suite: how to start it, how long a run takes on the GPU machine (for the
-    plan and the budget), and Turn 2's figures for its metrics (FACTS.md) to compare with."""
+    plan and the budget: the median run of each on an H200 instance, 2026-11-27, framework start-up
+    included), and Turn 2's figures for its metrics (FACTS.md) to compare with."""
 
     def __init__(self, name, script=None, args=(), est_s=3.0, turn2=None, default=True, c_loop=False):
         self.name, self.script, self.args, self.est_s = name, script, list(args), est_s
@@ -56,22 +57,22 @@ class Workload:
 
 
 WORKLOADS = [
-    Workload("torch_train", "torch_train.py", est_s=2.0, turn2={"step": "1.06x"}),
-    Workload("torch_graph", "torch_train.py", ["--graph"], est_s=2.2),
-    Workload("torch_dataloader", "torch_dataloader.py", ["--pin", "0"], est_s=2.5, turn2={"batch": "1.26x"}),
-    Workload("torch_dataloader_pinned", "torch_dataloader.py", ["--pin", "1"], est_s=2.5, turn2={"batch": "0.88x"}),
-    Workload("torch_item", "torch_item.py", est_s=1.8, turn2={"item": "0.88x"}),
-    Workload("torch_reuse", "torch_reuse.py", est_s=3.7,
+    Workload("torch_train", "torch_train.py", est_s=11.5, turn2={"step": "1.06x"}),
+    Workload("torch_graph", "torch_train.py", ["--graph"], est_s=11.0),
+    Workload("torch_dataloader", "torch_dataloader.py", ["--pin", "0"], est_s=6.4, turn2={"batch": "1.26x"}),
+    Workload("torch_dataloader_pinned", "torch_dataloader.py", ["--pin", "1"], est_s=6.4, turn2={"batch": "0.88x"}),
+    Workload("torch_item", "torch_item.py", est_s=4.6, turn2={"item": "0.88x"}),
+    Workload("torch_reuse", "torch_reuse.py", est_s=7.7,
              turn2={"4KB": "0.99x", "4MB": "5.85x", "4MB_pinned": "~17ms"}),
-    Workload("torch_neighbours", "torch_neighbours.py", est_s=2.5),
-    Workload("torch_offload", "torch_offload.py", est_s=3.1,
+    Workload("torch_neighbours", "torch_neighbours.py", est_s=5.7),
+    Workload("torch_offload", "torch_offload.py", est_s=5.2,
              turn2={"d2h": "5.3x", "h2d": "3.1x", "d2h_pinned": "9.8ms"}),
-    Workload("torch_fresh", "torch_fresh.py", est_s=3.3, turn2={"64MiB": "1.5x", "64MiB_pinned": "1.2ms"}),
-    Workload("torch_first_d2h", "torch_first_copy.py", ["--dir", "d2h"], est_s=2.5),
-    Workload("torch_first_h2d", "torch_first_copy.py", ["--dir", "h2d"], est_s=2.5),
-    Workload("torch_pinned_d2h", "torch_pinned_d2h.py", est_s=1.8, turn2={"copy": "g+86us"}),
-    Workload("cupy_copy", "cupy_copy.py", est_s=2.3, turn2={"asarray": "1.04x", "asnumpy": "4.3x"}),
-    Workload("jax_copy", "jax_copy.py", est_s=4.0, turn2={"device_put": "0.92x", "asarray": "1.04x"}),
+    Workload("torch_fresh", "torch_fresh.py", est_s=5.5, turn2={"64MiB": "1.5x", "64MiB_pinned": "1.2ms"}),
+    Workload("torch_first_d2h", "torch_first_copy.py", ["--dir", "d2h"], est_s=4.4),
+    Workload("torch_first_h2d", "torch_first_copy.py", ["--dir", "h2d"], est_s=4.6),
+    Workload("torch_pinned_d2h", "torch_pinned_d2h.py", est_s=4.3, turn2={"copy": "g+86us"}),
+    Workload("cupy_copy", "cupy_copy.py", est_s=3.2, turn2={"asarray": "1.04x", "asnumpy": "4.3x"}),
+    Workload("jax_copy", "jax_copy.py", est_s=3.5, turn2={"device_put": "0.92x", "asarray": "1.04x"}),
     Workload("c_dtoh_sync", est_s=0.5, turn2={"iter": "+160ns"}, c_loop=True),
 ]
 
@@ -631,7 +632,7 @@ def versions_line(ctx):
     return "# versions: " + (", ".join("%s %s" % kv for kv in sorted(seen.items())) or "none seen")
 
 
-INPROCESS_EST_S = 25.0  # one process of inprocess_ab.py and observe_ab on an H100 instance
+INPROCESS_EST_S = 15.0  # one process of inprocess_ab.py and observe_ab (H200 instance, 2026-11-27: 13.5 s)
 
 
 def plan_line(ctx, workloads):
