@@ -73,6 +73,17 @@ PINSHIM_HOT bool copy_only_counted(struct copy *c)
     return true;
 }
 
+PINSHIM_HOT enum host_kind copy_host_kind(uintptr_t p, size_t bytes) { return side_kind(p, bytes); }
+
+PINSHIM_HOT void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size_t bytes, CUresult result,
+                                       uint64_t host_ns)
+{
+    if (result != CUDA_SUCCESS)
+        stats_add_failed_copy();
+    else
+        stats_add_transfer(ctxdev_current(), dir, k, bytes, ACTION_PASS, host_ns);
+}
+
 /* The counters every finished copy feeds, whichever path it took: one transfer, or one failed copy.
  * True for a success. */
 static bool count_copy(const struct copy *c, CUresult result, uint64_t host_ns)

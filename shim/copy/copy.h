@@ -41,4 +41,20 @@ bool copy_only_counted(struct copy *c);
 /* copy_record() for a copy_only_counted() copy: the same counters, without the steps it skipped. */
 void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns);
 
+/* The kind of one host side of a copy of `bytes`, as copy_describe() classifies it (before the
+ * registration cache's view), for a handler that knows the other side is device memory. */
+enum host_kind copy_host_kind(uintptr_t p, size_t bytes);
+
+/* Whether a copy between device memory and host memory of kind k needs nothing but counting
+ * without being described: k is the program's own pinned or registered memory, and no log, guard
+ * or registration follows copies (the gate). What copy_only_counted() says of such a copy. */
+static inline bool copy_own_pinned(enum host_kind k)
+{
+    return (k == KIND_PINNED || k == KIND_REGISTERED) && !__atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED) &&
+           !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED);
+}
+
+/* Counts a copy_own_pinned() copy, as copy_record_counted() would have its description. */
+void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size_t bytes, CUresult result, uint64_t host_ns);
+
 #endif
