@@ -84,6 +84,24 @@ PINSHIM_HOT void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size
         stats_add_transfer(ctxdev_current(), dir, k, bytes, ACTION_PASS, host_ns);
 }
 
+PINSHIM_HOT bool copy_small_pageable(enum host_kind k, uintptr_t host, size_t bytes)
+{
+    return k == KIND_PAGEABLE && copy_is_small(bytes) && !__atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED) &&
+           regcache_ignores_host(host, k);
+}
+
+PINSHIM_HOT void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, enum unstaged_reason why,
+                                           CUresult result, uint64_t host_ns)
+{
+    if (result != CUDA_SUCCESS) {
+        stats_add_failed_copy();
+        return;
+    }
+    stats_add_transfer(ctxdev_current(), dir, KIND_PAGEABLE, bytes, ACTION_PASS, host_ns);
+    stats_add_unstaged(why, bytes);
+    advice_add_pageable(dir, async, bytes, host_ns);
+}
+
 /* The counters every finished copy feeds, whichever path it took: one transfer, or one failed copy.
  * True for a success. */
 static bool count_copy(const struct copy *c, CUresult result, uint64_t host_ns)

@@ -57,4 +57,15 @@ static inline bool copy_own_pinned(enum host_kind k)
 /* Counts a copy_own_pinned() copy, as copy_record_counted() would have its description. */
 void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size_t bytes, CUresult result, uint64_t host_ns);
 
+/* Whether a copy between device memory and host memory of kind k at `host` needs nothing but
+ * counting without being described: pageable and too small to stage, no log or guard following
+ * copies, and the registration cache neither holding nor counting it. What copy_only_counted()
+ * says of such a copy (it also asks stage_small_copy(), which the caller does before the copy). */
+bool copy_small_pageable(enum host_kind k, uintptr_t host, size_t bytes);
+
+/* Counts a copy_small_pageable() copy (why: stage_small_copy()'s answer), as copy_record_counted()
+ * would have its description. */
+void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, enum unstaged_reason why,
+                               CUresult result, uint64_t host_ns);
+
 #endif

@@ -128,9 +128,10 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
 /* Each shape's handler: a copy the shim only counts goes to the driver at once; the others (staged,
  * registered, logged, guarded) take shape_S_followed(), kept out of line so that the counted
  * copies' path, run on every small or pinned copy, stays on few cache lines. A shape whose other
- * side is device memory classifies its host side first: the program's own pinned memory with
- * nothing following copies (copy_own_pinned) is counted without a description, the fewest
- * instructions the shim spends on a copy; otherwise the kind found goes into the description. */
+ * side is device memory classifies its host side first: the program's own pinned memory, or a
+ * pageable side too small to stage, with nothing following copies (copy_own_pinned,
+ * copy_small_pageable) is counted without a description, the fewest instructions the shim spends
+ * on a copy; otherwise the kind found goes into the description. */
 #define X(shape, dst_addr, dst_kind, src_addr, src_kind, stream_arg, async, staged_as)               \
     static __attribute__((noinline)) CUresult shape_##shape##_followed(struct copy *cp, fn_##shape real, \
                                                                         SHAPE_##shape##_P)          \
@@ -154,6 +155,14 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
                 result = real(SHAPE_ARGS(shape));                                                   \
                 copy_count_own_pinned(h2d_ ? DIR_H2D : DIR_D2H, k_, bytes, result,                  \
                                       pinshim_ticks_weighted(t0_, w_));                             \
+                return result;                                                                      \
+            }                                                                                       \
+            if (copy_small_pageable(k_, host_, bytes)) {                                            \
+                enum unstaged_reason why_ = stage_small_copy();                                     \
+                uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
+                result = real(SHAPE_ARGS(shape));                                                   \
+                copy_count_small_pageable(h2d_ ? DIR_H2D : DIR_D2H, async, bytes, why_, result,     \
+                                          pinshim_ticks_weighted(t0_, w_));                         \
                 return result;                                                                      \
             }                                                                                       \
             *(h2d_ ? &src_kind_ : &dst_kind_) = k_;                                                 \

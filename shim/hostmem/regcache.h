@@ -44,6 +44,8 @@ void regcache_view(struct copy *c);
 /* Whether the cache has nothing to do with a described copy: it holds no registration, and the
  * copy's host side is not pageable memory it counts copies of (a tracked allocation's). */
 bool regcache_ignores(const struct copy *c);
+/* The same for a copy not described: its host side's address and kind. */
+bool regcache_ignores_host(uintptr_t host, enum host_kind kind);
 /* Counts the copy against its allocation and may register it; true when the copy can go to the
  * driver directly: its host range overlaps a registration of the cache, held until after_copy. */
 bool regcache_direct(struct copy *c);

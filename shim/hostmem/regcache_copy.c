@@ -34,12 +34,14 @@ PINSHIM_HOT void regcache_view(struct copy *c)
     }
 }
 
-PINSHIM_HOT bool regcache_ignores(const struct copy *c)
+PINSHIM_HOT bool regcache_ignores_host(uintptr_t host, enum host_kind kind)
 {
     if (__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED))
         return false;
-    return c->host_kind != KIND_PAGEABLE || !regcache_enabled || !alloc_table_may_hold(host_side(c));
+    return kind != KIND_PAGEABLE || !regcache_enabled || !alloc_table_may_hold(host);
 }
+
+PINSHIM_HOT bool regcache_ignores(const struct copy *c) { return regcache_ignores_host(host_side(c), c->host_kind); }
 
 PINSHIM_HOT bool regcache_direct(struct copy *c)
 {

@@ -37,8 +37,13 @@ PINSHIM_HOT void advice_add_copy(const struct copy *c, uint64_t host_ns)
     /* a staged copy did not take the driver's pageable path: it says nothing about pinning */
     if (side < 0 || c->host_kind != KIND_PAGEABLE || c->action != ACTION_PASS)
         return;
-    struct cell *cell = &copies[side][c->async ? CLASS_PAGEABLE_ASYNC : CLASS_PAGEABLE_SYNC];
-    tally_add3(&cell->count, 1, c->bytes, host_ns);
+    advice_add_pageable(c->dir, c->async, c->bytes, host_ns);
+}
+
+PINSHIM_HOT void advice_add_pageable(enum copy_dir dir, bool async, size_t bytes, uint64_t host_ns)
+{
+    struct cell *cell = &copies[side_of(dir)][async ? CLASS_PAGEABLE_ASYNC : CLASS_PAGEABLE_SYNC];
+    tally_add3(&cell->count, 1, bytes, host_ns);
 }
 
 void advice_add_device_time(enum copy_dir dir, enum host_kind kind, uint64_t bytes, uint64_t device_ns)

@@ -28,14 +28,27 @@ void stage_context_retained(CUdevice dev)
         pool_prewarm(dev);
 }
 
+/* A pageable copy's share of the pool's start (pool_prewarm = copy, or a program that made no
+ * primary context): the first one asks for the first slab. */
+static void prewarm_at_copy(void)
+{
+    if (pinshim_policy.stage && pinshim_policy.pool_prewarm != POOL_PREWARM_OFF && !forked_child)
+        pool_prewarm(-1);
+}
+
+PINSHIM_HOT enum unstaged_reason stage_small_copy(void)
+{
+    prewarm_at_copy();
+    return pinshim_policy.stage ? UNSTAGED_SMALL : UNSTAGED_DISABLED;
+}
+
 PINSHIM_HOT bool stage_wanted(struct copy *c)
 {
     bool h2d = c->dir == DIR_H2D && c->src_kind == KIND_PAGEABLE && c->dst_kind == KIND_DEVICE;
     bool d2h = c->dir == DIR_D2H && c->dst_kind == KIND_PAGEABLE && c->src_kind == KIND_DEVICE;
     if (!h2d && !d2h)
         return false;
-    if (pinshim_policy.stage && pinshim_policy.pool_prewarm != POOL_PREWARM_OFF && !forked_child)
-        pool_prewarm(-1); /* the first pageable copy, or a program that made no primary context */
+    prewarm_at_copy();
     if (!pinshim_policy.stage)
         c->unstaged = UNSTAGED_DISABLED;
     else if (c->bytes < (h2d ? pinshim_policy.stage_min_bytes : pinshim_policy.stage_d2h_min_bytes))

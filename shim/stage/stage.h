@@ -18,6 +18,11 @@
  * staging on); sets c->unstaged when it is a pageable copy that will not be staged. */
 bool stage_wanted(struct copy *c);
 
+/* What stage_wanted() does for a pageable host<->device copy too small for either threshold,
+ * without its description: the first such copy may start the pool (pool_prewarm); returns why it
+ * is not staged (UNSTAGED_SMALL, or UNSTAGED_DISABLED with stage = off). */
+enum unstaged_reason stage_small_copy(void);
+
 /* The program retained dev's primary context: with pool_prewarm = context, the pool's first slab
  * is made in the background now (once per process), before the program's first copy. */
 void stage_context_retained(CUdevice dev);

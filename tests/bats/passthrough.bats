@@ -42,12 +42,14 @@ assert s["failed_copies"] == int(sys.argv[2]), (s["failed_copies"], sys.argv[2])
 assert [(t["dir"], t["device"], t["count"]) for t in s["transfers"]] == [("h2d", 0, 1)], s["transfers"]
 PY
     done
-    # two devices: the current context asked on each observed copy; one device: not at all
+    # two devices: the current context asked for each described copy and each counted one that
+    # succeeded (a failed copy counted without a description has no device to find); one device:
+    # never per copy
     local one two
     one=$(awk '$1 == "cuCtxGetCurrent" {print $2}' "$WORK/calls1")
     two=$(awk '$1 == "cuCtxGetCurrent" {print $2}' "$WORK/calls2")
     echo "cuCtxGetCurrent calls: one device ${one:-0}, two $two"
-    [ "$two" -ge $(( ${one:-0} + 10 )) ]
+    [ "$two" -ge $(( ${one:-0} + 5 )) ]
 }
 
 @test "error codes are the same through the per-thread route" {
