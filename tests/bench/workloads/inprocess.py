@@ -42,21 +42,6 @@ OBSERVE_AB_LINE = re.compile(r"^median: observe (\d+) ns, forward (\d+) ns, obse
                              r"iteration \(quartiles ([+-][0-9.]+) to ([+-][0-9.]+), .*, (\d+) groups of")
 
 
-def build_observe_ab(work, cuda_include, cc):
-    """Compiles observe_ab.c into work; (path, None) or (None, why not)."""
-    exe = os.path.join(work, "observe_ab")
-    cmd = [cc, "-std=gnu11", "-O2", "-I" + cuda_include, os.path.join(BENCH, "observe_ab.c"), "-o", exe,
-           "-ldl", "-lm"]
-    try:
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return None, "%s: %s" % (cc, e)
-    if r.returncode:
-        lines = [l for l in r.stdout.decode("utf-8", "replace").splitlines() if l.strip()]
-        return None, "%s exited %d%s" % (cc, r.returncode, (": " + lines[0][:160]) if lines else "")
-    return exe, None
-
-
 def run_process(argv, env, timeout):
     """(stdout, None) or (None, what went wrong)."""
     try:
@@ -133,13 +118,13 @@ def bound_text(bound):
     return {"ns": "<=+%dns" % NS_MAX, "zero": "0 +- 2se"}.get(bound, "<=%g%%" % SHARE_MAX)
 
 
-def measure(processes, groups, shim, python, env, work, cuda_include, cc, timeout, say):
-    """Runs inprocess_ab.py and observe_ab in `processes` fresh processes each, under the shim, with
-    `groups` groups of blocks (None: PY_GROUPS and C_GROUPS); returns the rows (dicts, in ROWS
-    order) with their verdicts, and the problems met."""
+def measure(processes, groups, shim, python, env, observe_ab, timeout, say):
+    """Runs inprocess_ab.py and observe_ab (built by the caller: (path, None) or (None, why not)) in
+    `processes` fresh processes each, under the shim, with `groups` groups of blocks (None: PY_GROUPS
+    and C_GROUPS); returns the rows (dicts, in ROWS order) with their verdicts, and the problems met."""
     env = dict(env, LD_PRELOAD=shim, PINSHIM_SUMMARY="none", PINSHIM_GUARD="off", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PINSHIM_LOG", None)
-    exe, why_not = build_observe_ab(work, cuda_include, cc)
+    exe, why_not = observe_ab
     got = {key: [] for key, _, _ in ROWS}
     skipped = {}
     problems = []

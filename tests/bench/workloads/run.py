@@ -291,20 +291,25 @@ def cuda_include():
     return os.path.join(cuda, "include")
 
 
-def build_c_loop(ctx):
+def build_bench(ctx, name, libs):
+    """Compiles tests/bench/NAME.c with $CC (default gcc) into the run's work folder: (path, None),
+    or (None, why not)."""
     cc = os.environ.get("CC") or "gcc"
-    exe = os.path.join(ctx.work, "guard_cost")
+    exe = os.path.join(ctx.work, name)
     cmd = [cc, "-std=gnu11", "-O2", "-Wall", "-I" + cuda_include(),
-           os.path.join(ROOT, "tests", "bench", "guard_cost.c"), "-o", exe, "-ldl"]
+           os.path.join(ROOT, "tests", "bench", name + ".c"), "-o", exe] + libs
     try:
         r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
-        if r.returncode == 0:
-            ctx.c_binary = exe
-            return
-        lines = [l for l in r.stdout.decode("utf-8", "replace").splitlines() if l.strip()]
-        ctx.c_build_error = "%s exited %d%s" % (cc, r.returncode, (": " + lines[0][:160]) if lines else "")
     except (OSError, subprocess.TimeoutExpired) as e:
-        ctx.c_build_error = "%s: %s" % (cc, e)
+        return None, "%s: %s" % (cc, e)
+    if r.returncode:
+        lines = [l for l in r.stdout.decode("utf-8", "replace").splitlines() if l.strip()]
+        return None, "%s exited %d%s" % (cc, r.returncode, (": " + lines[0][:160]) if lines else "")
+    return exe, None
+
+
+def build_c_loop(ctx):
+    ctx.c_binary, ctx.c_build_error = build_bench(ctx, "guard_cost", ["-ldl"])
 
 
 # ------------------------------------------------------------------------------------------ statistics
@@ -705,9 +710,10 @@ def main(argv=None):
 
 def run_inprocess(ctx):
     """The in-process table's measurements (inprocess.py), before the pairs."""
-    rows, problems = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim, ctx.python, os.environ, ctx.work,
-                                       cuda_include(), os.environ.get("CC") or "gcc",
-                                       max(ctx.args.timeout, 300.0), lambda line: print(line, flush=True))
+    observe_ab = build_bench(ctx, "observe_ab", ["-ldl", "-lm"])
+    rows, problems = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim, ctx.python,
+                                       os.environ, observe_ab, max(ctx.args.timeout, 300.0),
+                                       lambda line: print(line, flush=True))
     ctx.inprocess = {"rows": rows, "problems": problems}
 
 
