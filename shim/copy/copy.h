@@ -35,7 +35,9 @@ void copy_record(const struct copy *c, CUresult result, uint64_t host_ns);
  * pageable and too small to stage (copy_is_small). Most copies of a program that pins its
  * memory, and every small one, are such copies: they skip the staging, registration, logging and
  * guard steps (each of which would decline them) and their hooks, which in a framework's hot loop
- * cost their code's cache lines on every call. */
+ * cost their code's cache lines on every call. The 1D shapes with a device side find such copies
+ * before describing them (copy_own_pinned, copy_small_pageable below); this asks it of the others
+ * (the unified shapes). */
 bool copy_only_counted(struct copy *c);
 
 /* copy_record() for a copy_only_counted() copy: the same counters, without the steps it skipped. */
