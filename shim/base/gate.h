@@ -4,7 +4,8 @@
  * holds what the counted path asks of the policy, the log, the guard, the registration cache, the
  * device count, the counters and the clock, in one line where they were in a dozen.
  * Contract: written rarely (at load, by the benchmark switch, at a registration made or dropped, at
- * the first call, when the clock is chosen and calibrated) by the layer that owns each word, always
+ * the first call, when the clock is chosen and calibrated, at each change of the host memory tables:
+ * pinned ranges, unmappings, tracked allocations) by the layer that owns each word, always
  * with relaxed atomics; read with relaxed loads from any thread. A reader may see a change late, as
  * it would a plain flag. */
 #ifndef PINSHIM_GATE_H
@@ -29,6 +30,7 @@ struct pinshim_gate {
     int32_t registrations; /* the registration cache's live registrations (hostmem/regcache.c) */
     uint64_t small_below;  /* a copy below this many bytes is too small to stage (copy/copy.h) */
     uint64_t ns_per_tick_q32; /* base/clock.h: nanoseconds per tick << 32, once calibrated (0 before) */
+    uint64_t plain_pages;     /* the generation of hostmem/plain_pages.c's memo: host tables' changes */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct pinshim_gate) == 64, "the gate is one cache line");

@@ -81,14 +81,21 @@ static inline uint64_t page_memo_generation(struct page_memo *m)
     return __atomic_load_n(&m->generation, __ATOMIC_ACQUIRE);
 }
 
+/* page_memo_raise() for a memo whose generation is kept in a word elsewhere (on a line its readers
+ * read anyway), passed to get and put by the caller; the memo's own generation is then unused. */
+static inline void page_memo_raise_word(struct page_memo *m, uint64_t *generation)
+{
+    if (__atomic_add_fetch(generation, 1, __ATOMIC_RELEASE) & PAGE_MEMO_GEN_MASK)
+        return;
+    for (unsigned i = 0; i < PAGE_MEMO_SLOTS; i++)
+        __atomic_store_n(&m->slots[i], 0, __ATOMIC_RELAXED); /* page 0 is never remembered */
+}
+
 /* What the memo was derived from changed: every slot becomes stale; at each wrap of the
  * generation's low bits, forget everything. */
 static inline void page_memo_raise(struct page_memo *m)
 {
-    if (__atomic_add_fetch(&m->generation, 1, __ATOMIC_RELEASE) & PAGE_MEMO_GEN_MASK)
-        return;
-    for (unsigned i = 0; i < PAGE_MEMO_SLOTS; i++)
-        __atomic_store_n(&m->slots[i], 0, __ATOMIC_RELAXED); /* page 0 is never remembered */
+    page_memo_raise_word(m, &m->generation);
 }
 
 /* The first and one-past-last byte of the page holding p. */

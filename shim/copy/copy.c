@@ -4,6 +4,7 @@
 
 #include "guard/guard.h"
 #include "hostmem/memkind.h"
+#include "hostmem/plain_pages.h"
 #include "hostmem/regcache.h"
 #include "observe/advice.h"
 #include "observe/ctxdev.h"
@@ -73,7 +74,37 @@ PINSHIM_HOT bool copy_only_counted(struct copy *c)
     return true;
 }
 
-PINSHIM_HOT enum host_kind copy_host_kind(uintptr_t p, size_t bytes) { return side_kind(p, bytes); }
+/* Whether no log, guard or registration follows copies: one line, the gate's. */
+static inline bool nothing_follows(void)
+{
+    return !__atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED) &&
+           !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED);
+}
+
+PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, enum host_kind *kind)
+{
+    bool small = copy_is_small(bytes);
+    uint64_t plain_gen = plain_pages_generation(); /* before the lookups: an answer across a change is stale */
+    /* a small copy's page: the thread's last pinned range first (one line), then the plain pages
+     * (one line), before memkind's and the allocation table's memos (a line each) */
+    enum host_kind k = small ? memkind_last_range(host) : KIND_UNKNOWN;
+    bool plain = false;
+    if (k == KIND_UNKNOWN) {
+        plain = small && plain_pages_hold(host, plain_gen);
+        k = plain ? KIND_PAGEABLE : side_kind(host, bytes);
+    }
+    *kind = k;
+    if (k == KIND_PINNED || k == KIND_REGISTERED)
+        return PINSHIM_LIKELY(nothing_follows()) ? HOST_OWN_PINNED : HOST_DESCRIBE;
+    if (k != KIND_PAGEABLE || !small || !nothing_follows())
+        return HOST_DESCRIBE;
+    if (plain) /* no tracked allocation holds it: the registration cache would not count it */
+        return HOST_SMALL_PAGEABLE;
+    if (!regcache_ignores_host(host, k))
+        return HOST_DESCRIBE;
+    plain_pages_note(host, plain_gen);
+    return HOST_SMALL_PAGEABLE;
+}
 
 PINSHIM_HOT void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size_t bytes, CUresult result,
                                        uint64_t host_ns)
@@ -82,12 +113,6 @@ PINSHIM_HOT void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size
         stats_add_failed_copy();
     else
         stats_add_transfer(ctxdev_current(), dir, k, bytes, ACTION_PASS, host_ns);
-}
-
-PINSHIM_HOT bool copy_small_pageable(enum host_kind k, uintptr_t host, size_t bytes)
-{
-    return k == KIND_PAGEABLE && copy_is_small(bytes) && !__atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED) &&
-           regcache_ignores_host(host, k);
 }
 
 PINSHIM_HOT void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, enum unstaged_reason why,

@@ -36,36 +36,29 @@ void copy_record(const struct copy *c, CUresult result, uint64_t host_ns);
  * memory, and every small one, are such copies: they skip the staging, registration, logging and
  * guard steps (each of which would decline them) and their hooks, which in a framework's hot loop
  * cost their code's cache lines on every call. The 1D shapes with a device side find such copies
- * before describing them (copy_own_pinned, copy_small_pageable below); this asks it of the others
+ * before describing them (copy_host_path below); this asks it of the others
  * (the unified shapes). */
 bool copy_only_counted(struct copy *c);
 
 /* copy_record() for a copy_only_counted() copy: the same counters, without the steps it skipped. */
 void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns);
 
-/* The kind of one host side of a copy of `bytes`, as copy_describe() classifies it (before the
- * registration cache's view), for a handler that knows the other side is device memory. */
-enum host_kind copy_host_kind(uintptr_t p, size_t bytes);
+/* What a 1D copy between device memory and the host memory at `host` needs, for a handler that
+ * knows the other side is device memory: only counting, without a description, when no log, guard
+ * or registration follows copies (the gate) and the host side is the program's own pinned or
+ * registered memory (HOST_OWN_PINNED), or pageable, too small to stage and of no interest to the
+ * registration cache (HOST_SMALL_PAGEABLE, which also asks stage_small_copy() before the copy);
+ * else a description (HOST_DESCRIBE). *kind is the host side's kind as copy_describe() would
+ * classify it (before the registration cache's view). What copy_only_counted() says of the
+ * described copy. A small pageable copy's page is first looked for in the thread's stretch of
+ * plain pages (hostmem/plain_pages.h), and joins it when found plain. */
+enum host_path { HOST_OWN_PINNED, HOST_SMALL_PAGEABLE, HOST_DESCRIBE };
+enum host_path copy_host_path(uintptr_t host, size_t bytes, enum host_kind *kind);
 
-/* Whether a copy between device memory and host memory of kind k needs nothing but counting
- * without being described: k is the program's own pinned or registered memory, and no log, guard
- * or registration follows copies (the gate). What copy_only_counted() says of such a copy. */
-static inline bool copy_own_pinned(enum host_kind k)
-{
-    return (k == KIND_PINNED || k == KIND_REGISTERED) && !__atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED) &&
-           !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED);
-}
-
-/* Counts a copy_own_pinned() copy, as copy_record_counted() would have its description. */
+/* Counts a HOST_OWN_PINNED copy, as copy_record_counted() would have its description. */
 void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size_t bytes, CUresult result, uint64_t host_ns);
 
-/* Whether a copy between device memory and host memory of kind k at `host` needs nothing but
- * counting without being described: pageable and too small to stage, no log or guard following
- * copies, and the registration cache neither holding nor counting it. What copy_only_counted()
- * says of such a copy (it also asks stage_small_copy(), which the caller does before the copy). */
-bool copy_small_pageable(enum host_kind k, uintptr_t host, size_t bytes);
-
-/* Counts a copy_small_pageable() copy (why: stage_small_copy()'s answer), as copy_record_counted()
+/* Counts a HOST_SMALL_PAGEABLE copy (why: stage_small_copy()'s answer), as copy_record_counted()
  * would have its description. */
 void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, enum unstaged_reason why,
                                CUresult result, uint64_t host_ns);

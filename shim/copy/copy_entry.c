@@ -129,9 +129,9 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
  * registered, logged, guarded) take shape_S_followed(), kept out of line so that the counted
  * copies' path, run on every small or pinned copy, stays on few cache lines. A shape whose other
  * side is device memory classifies its host side first: the program's own pinned memory, or a
- * pageable side too small to stage, with nothing following copies (copy_own_pinned,
- * copy_small_pageable) is counted without a description, the fewest instructions the shim spends
- * on a copy; otherwise the kind found goes into the description. */
+ * pageable side too small to stage, with nothing following copies (copy_host_path) is counted
+ * without a description, the fewest instructions the shim spends on a copy; otherwise the kind
+ * found goes into the description. */
 #define X(shape, dst_addr, dst_kind, src_addr, src_kind, stream_arg, async, staged_as)               \
     static __attribute__((noinline)) CUresult shape_##shape##_followed(struct copy *cp, fn_##shape real, \
                                                                         SHAPE_##shape##_P)          \
@@ -149,15 +149,16 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
         if (dst_kind == KIND_DEVICE || src_kind == KIND_DEVICE) { /* constant per shape */          \
             bool h2d_ = dst_kind == KIND_DEVICE;                                                    \
             uintptr_t host_ = h2d_ ? (uintptr_t)(src_addr) : (uintptr_t)(dst_addr);                 \
-            enum host_kind k_ = copy_host_kind(host_, bytes);                                       \
-            if (PINSHIM_LIKELY(copy_own_pinned(k_))) {                                              \
+            enum host_kind k_;                                                                      \
+            enum host_path path_ = copy_host_path(host_, bytes, &k_);                               \
+            if (PINSHIM_LIKELY(path_ == HOST_OWN_PINNED)) {                                         \
                 uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
                 result = real(SHAPE_ARGS(shape));                                                   \
                 copy_count_own_pinned(h2d_ ? DIR_H2D : DIR_D2H, k_, bytes, result,                  \
                                       pinshim_ticks_weighted(t0_, w_));                             \
                 return result;                                                                      \
             }                                                                                       \
-            if (copy_small_pageable(k_, host_, bytes)) {                                            \
+            if (path_ == HOST_SMALL_PAGEABLE) {                                                     \
                 enum unstaged_reason why_ = stage_small_copy();                                     \
                 uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
                 result = real(SHAPE_ARGS(shape));                                                   \

@@ -16,6 +16,7 @@ static _Bool add_failed;
 #include <unistd.h>
 
 #include "base/page_memo.h"
+#include "plain_pages.h"
 
 static pthread_mutex_t table_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t table_cond = PTHREAD_COND_INITIALIZER;
@@ -121,6 +122,7 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
     sorted[i] = r;
     sorted_count++;
     page_memo_raise(&untracked_pages);
+    plain_pages_changed();
     alloc_events_watch(base);
     return true;
 }
@@ -203,6 +205,7 @@ void alloc_table_remove(struct alloc_rec *r)
         sorted_count--;
     }
     page_memo_raise(&untracked_pages);
+    plain_pages_changed();
     alloc_events_unwatch(r->base);
     r->detached = true;
 }
@@ -220,5 +223,6 @@ void alloc_table_forget_all(void)
     sorted = NULL;
     sorted_count = sorted_capacity = 0;
     page_memo_raise(&untracked_pages);
+    plain_pages_changed();
     alloc_events_unwatch_all();
 }

@@ -13,6 +13,7 @@
 #include "alloc_events.h"
 #include "base/common.h"
 #include "base/page_memo.h"
+#include "plain_pages.h"
 #include "base/real.h"
 
 struct range {
@@ -129,6 +130,13 @@ PINSHIM_HOT enum host_kind memkind_of(uintptr_t p)
     return driver_kind(p);
 }
 
+PINSHIM_HOT enum host_kind memkind_last_range(uintptr_t p)
+{
+    if (cache_holds(p, page_memo_generation(&page_kinds)))
+        return (enum host_kind)pinshim_thread.kind_hit.kind;
+    return KIND_UNKNOWN;
+}
+
 PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
 {
     /* the generation is read before the lookup: a change meanwhile leaves the answer stale */
@@ -201,6 +209,7 @@ void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind)
     ranges[i] = (struct range){base, end, kind};
     range_count++;
     page_memo_raise(&page_kinds);
+    plain_pages_changed();
     pthread_rwlock_unlock(&table_lock);
 }
 
@@ -212,6 +221,7 @@ void memkind_remove_range(uintptr_t base)
         memmove(&ranges[i - 1], &ranges[i], (range_count - i) * sizeof *ranges);
         range_count--;
         page_memo_raise(&page_kinds);
+        plain_pages_changed();
     }
     pthread_rwlock_unlock(&table_lock);
 }
@@ -221,6 +231,7 @@ void memkind_clear(void)
     pthread_rwlock_wrlock(&table_lock);
     range_count = 0;
     page_memo_raise(&page_kinds);
+    plain_pages_changed();
     pthread_rwlock_unlock(&table_lock);
 }
 
@@ -230,12 +241,14 @@ void memkind_forget_all(void)
     table_lock = fresh; /* the parent's lock may have been held by a thread that does not exist here */
     range_count = 0;
     page_memo_raise(&page_kinds);
+    plain_pages_changed();
 }
 
 static void host_unmapped(uintptr_t lo, uintptr_t hi)
 {
     (void)lo, (void)hi;
     page_memo_raise(&page_kinds);
+    plain_pages_changed();
 }
 
 static const struct alloc_subscriber host_map_subscriber = {.min_bytes = SIZE_MAX, .unmapping = host_unmapped};

@@ -25,6 +25,11 @@ enum host_kind memkind_of(uintptr_t p);
  * pageable, so nothing but counting may rely on a pageable answer. */
 enum host_kind memkind_of_small(uintptr_t p);
 
+/* The kind of the range this thread found last, when it holds p and the table has not changed
+ * since; else KIND_UNKNOWN. The thread's own line (base/thread.h) and the table's generation only:
+ * what memkind_of_small() asks first. */
+enum host_kind memkind_last_range(uintptr_t p);
+
 /* The program allocated pinned memory / registered a range (after the driver said yes). */
 void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind);
 
