@@ -219,6 +219,83 @@ assert rows["C loop"]["processes"] == 2, rows["C loop"]
 PY
 }
 
+@test "workloads harness: --merge makes one table of several runs' folders: pairs numbered on, in-process processes pooled" {
+    fake_interpreter
+    for run in a b; do
+        LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_faster,fake_ns --pairs 2 --inprocess 1 \
+            --inprocess-groups 4 --python "$WORK/py" --out "$WORK/$run"
+        [ "$(cat "$WORK/rc")" = 0 ]
+    done
+    harness --merge "$WORK/a" "$WORK/b" --out "$WORK/m"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E "^# pinshim real-workload benchmarks, .*: 4 pairs merged from $WORK/a \(2\), $WORK/b \(2\)$" "$WORK/out.txt"
+    grep -E '^# sides: no shim, shim, shim\+guard; 4 pairs;' "$WORK/out.txt"
+    # fake_faster over its pairs 1, 2, 1, 2: no shim 11, 12, 11, 12; shim 6, 7, 6, 7; guard 7, 8, 7, 8
+    row fake_faster t | grep -F '11.5 (11.0-12.0)  6.50 (6.00-7.00)  1.77x   PASS  7.50 (7.00-8.00)   1.53x   PASS'
+    row fake_faster t | grep -E 'same 12/12$'
+    row fake_ns loop | grep -E '7015 \(7010-7020\) +7065 \(7060-7070\) +\+50ns +PASS'
+    # the in-process rows pool one process of each run: item +50 and +70, as two processes of one run
+    grep -E '^item +10000 ns +\+60.0 \+- 20.0 ns +0.60% +<=1% +PASS +2 \(\+50, \+70\)$' "$WORK/out.txt"
+    tail -n 2 "$WORK/out.txt" | grep -E '^RESULT: ok: .*; 2 workloads, 4 pairs, merged from 2 runs$'
+    python3 - "$WORK/m/runs.jsonl" <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+assert sorted(set(r["pair"] for r in runs)) == [1, 2, 3, 4], runs
+assert all(r["folder"].endswith("/b") for r in runs if r["pair"] > 2)
+PY
+    # a failed run in one folder is a FAIL of the merged table too
+    LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_crash --pairs 2 --inprocess 0 --no-guard --out "$WORK/c1"
+    LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_crash --pairs 1 --inprocess 0 --no-guard --out "$WORK/c2"
+    harness --merge "$WORK/c2" "$WORK/c1"
+    [ "$(cat "$WORK/rc")" = 1 ]
+    grep -E '^FAIL fake_crash: shim run 3: exit status 3' "$WORK/out.txt"
+}
+
+@test "workloads harness: --merge refuses folders of other builds, GPUs, sides or settings, unreadable ones, and an --out among them" {
+    harness --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/a"
+    cp -r "$WORK/a" "$WORK/b"
+    sed -i 's/built from [^"]*"/built from 0000000"/' "$WORK/b/summary.json"
+    harness --merge "$WORK/a" "$WORK/b"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: --merge: $WORK/b: library built from 0000000" "$WORK/out.txt"
+    grep -F "where $WORK/a had built from" "$WORK/out.txt"
+    # another instance of one GPU model merges; another model does not
+    for f in a b; do
+        sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-$f)/" "$WORK/$f/summary.json"
+    done
+    cp "$WORK/a/summary.json" "$WORK/b/summary.json"
+    sed -i 's/GPU-a/GPU-b/' "$WORK/b/summary.json"
+    harness --merge "$WORK/a" "$WORK/b"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    sed -i 's/H100 80GB HBM3/H200/' "$WORK/b/summary.json"
+    harness --merge "$WORK/a" "$WORK/b"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: --merge: $WORK/b: GPU NVIDIA H200, where $WORK/a had NVIDIA H100 80GB HBM3" "$WORK/out.txt"
+    harness --fake --only fake_same --pairs 1 --inprocess 0 --no-guard --out "$WORK/c"
+    sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-c)/" "$WORK/c/summary.json"
+    harness --merge "$WORK/a" "$WORK/c"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "$WORK/c: sides no shim, shim, where $WORK/a had no shim, shim, shim+guard" "$WORK/out.txt"
+    PINSHIM_STAGE=off harness --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/d"
+    sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-d)/" "$WORK/d/summary.json"
+    harness --merge "$WORK/a" "$WORK/d"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "$WORK/d: shim settings from the environment PINSHIM_STAGE=off, where $WORK/a had none" "$WORK/out.txt"
+    harness --merge "$WORK/a" "$WORK/nothing"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: --merge: $WORK/nothing: no summary.json (expected an --out folder of run.py)" "$WORK/out.txt"
+    cp -r "$WORK/a" "$WORK/e"
+    echo '{"workload": "fake_same", "side": "shim"' >>"$WORK/e/runs.jsonl"
+    harness --merge "$WORK/a" "$WORK/e"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -E "run.py: --merge: $WORK/e/runs.jsonl line [0-9]+: not a JSON run record" "$WORK/out.txt"
+    before=$(md5sum <"$WORK/a/runs.jsonl")
+    harness --merge "$WORK/a" "$WORK/a" --out "$WORK/a"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F -- "--out $WORK/a is one of the folders to merge" "$WORK/out.txt"
+    [ "$(md5sum <"$WORK/a/runs.jsonl")" = "$before" ]
+}
+
 @test "workloads harness: an in-process measurement that fails is a FAIL; without PyTorch or a driver, skipped rows" {
     FAKECUDA_FAIL=hostalloc LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_same --pairs 1 --no-guard --inprocess 1 \
         --inprocess-groups 4

@@ -121,7 +121,8 @@ def bound_text(bound):
 def measure(processes, groups, shim, python, env, observe_ab, timeout, say):
     """Runs inprocess_ab.py and observe_ab (built by the caller: (path, None) or (None, why not)) in
     `processes` fresh processes each, under the shim, with `groups` groups of blocks (None: PY_GROUPS
-    and C_GROUPS); returns the rows (dicts, in ROWS order) with their verdicts, and the problems met."""
+    and C_GROUPS); returns the rows (rows_from), the problems met and each row's samples (for
+    run.py --merge to pool with another run's)."""
     env = dict(env, LD_PRELOAD=shim, PINSHIM_SUMMARY="none", PINSHIM_GUARD="off", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PINSHIM_LOG", None)
     exe, why_not = observe_ab
@@ -152,16 +153,24 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say):
                                       or "nothing measured"))
     if not exe:
         skipped["c"] = "cannot build observe_ab.c: " + why_not
+    return rows_from(got, skipped), problems, {key: v for key, v in got.items() if v}
+
+
+def rows_from(samples, skipped=None):
+    """The rows (dicts, in ROWS order) with their verdicts, from each row's processes' samples
+    ({key: [sample, ...]}); a row without samples is skipped, for the reason in skipped ("py" or
+    "c"), else because no process measured it."""
+    skipped = skipped or {}
     rows = []
     for key, label, bound in ROWS:
         row = {"key": key, "label": label, "bound": bound_text(bound)}
-        if got.get(key):
-            row.update(pool(got[key]))
+        if samples.get(key):
+            row.update(pool(samples[key]))
             row["check"] = verdict(bound, row)
         else:
             row["skipped"] = skipped.get("c" if key == "C loop" else "py", "no process measured it")
         rows.append(row)
-    return rows, problems
+    return rows
 
 
 def _num(v, fmt):

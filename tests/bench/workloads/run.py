@@ -15,6 +15,7 @@ import datetime
 import fnmatch
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -24,6 +25,7 @@ import tempfile
 import time
 
 import inprocess
+import merge
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -97,7 +99,8 @@ class Context:
         self.header = []
         self.stop_note = None
         self.interrupted = False
-        self.inprocess = None  # {"rows": [...], "problems": [...]} once measured
+        self.inprocess = None  # {"rows": [...], "problems": [...], "samples": {...}} once measured
+        self.merged = None  # merge.merge()'s result with --merge
 
 
 # ------------------------------------------------------------------------------------------ usage
@@ -128,6 +131,9 @@ def parse_args(argv):
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--dry-run", action="store_true", help="print what would run and the expected time; run nothing")
     p.add_argument("--fake", action="store_true", help="use the stand-in workloads of fake.py (tests the harness)")
+    p.add_argument("--merge", nargs="+", metavar="DIR",
+                   help="run nothing: one table from the runs in these earlier --out folders, their pairs one "
+                        "after another and their in-process processes pooled (merge.py)")
     args = p.parse_args(argv)
     if args.pairs < 1:
         p.error("--pairs must be at least 1")
@@ -139,8 +145,10 @@ def parse_args(argv):
         p.error("--inprocess must be 0 or more")
     if args.inprocess_groups is not None and args.inprocess_groups < 4:
         p.error("--inprocess-groups must be at least 4")
-    if args.out is None and os.environ.get("OUT"):
+    if args.out is None and os.environ.get("OUT") and not args.merge:
         args.out = os.path.join(os.environ["OUT"], "bench-workloads")
+    if args.merge and args.out and os.path.realpath(args.out) in [os.path.realpath(d) for d in args.merge]:
+        p.error("--out %s is one of the folders to merge: write the merged table elsewhere" % args.out)
     return args, p
 
 
@@ -511,12 +519,16 @@ def footer(ctx, report):
                          "not timed alike; read the in-process rows with care")
     if ctx.stop_note:
         lines.append("note: " + ctx.stop_note)
+    for note in (ctx.merged or {}).get("notes", []):
+        lines.append("note merge: " + note)
     failed = [e["workload"] for e in report if e["status"] == "FAIL"]
     if ctx.inprocess and ctx.inprocess["problems"]:
         failed.append("inprocess")
     skipped = [e["workload"] for e in report if e["status"] == "skipped"]
     pairs = max([r["pair"] for r in ctx.runs] or [0])
-    tally = "%d workloads, %d pair%s, %s" % (len(report), pairs, "" if pairs == 1 else "s", elapsed(ctx))
+    tally = "%d workloads, %d pair%s, %s" % (len(report), pairs, "" if pairs == 1 else "s",
+                                             "merged from %d runs" % len(ctx.merged["folders"]) if ctx.merged
+                                             else elapsed(ctx))
     if skipped:
         tally += ", %d skipped (%s)" % (len(skipped), ", ".join(skipped))
     if failed:
@@ -538,7 +550,8 @@ def inprocess_tables(ctx):
     if not ctx.inprocess:
         return "", ""
     title = ("# inside one process: observing against forwarding, ns per operation: the mean of %d processes' "
-             "median differences +- 2 standard errors (tests/bench/workloads/inprocess.py)" % ctx.args.inprocess)
+             "median differences +- 2 standard errors (tests/bench/workloads/inprocess.py)"
+             % max(r.get("processes", 0) for r in ctx.inprocess["rows"]))
     return ("\n".join(["", "", title, render_text(inprocess.table_rows(ctx.inprocess["rows"], markdown=False))]),
             "\n".join([title.lstrip("# ").capitalize() + ":", "", render_markdown(
                 inprocess.table_rows(ctx.inprocess["rows"], markdown=True)), ""]))
@@ -661,6 +674,8 @@ def plan(ctx, workloads):
 
 def main(argv=None):
     args, parser = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.merge:
+        return merge_runs(args)
     registry = FAKE_WORKLOADS if args.fake else WORKLOADS
     if args.list:
         for w in registry:
@@ -711,10 +726,38 @@ def main(argv=None):
 def run_inprocess(ctx):
     """The in-process table's measurements (inprocess.py), before the pairs."""
     observe_ab = build_bench(ctx, "observe_ab", ["-ldl", "-lm"])
-    rows, problems = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim, ctx.python,
+    rows, problems, samples = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim, ctx.python,
                                        os.environ, observe_ab, max(ctx.args.timeout, 300.0),
                                        lambda line: print(line, flush=True))
-    ctx.inprocess = {"rows": rows, "problems": problems}
+    ctx.inprocess = {"rows": rows, "problems": problems, "samples": samples}
+
+
+def merge_runs(args):
+    """--merge: the table of earlier runs' folders as one run (merge.py); exit status as a run's."""
+    try:
+        merged = merge.merge(args.merge)
+    except merge.MergeError as e:
+        sys.stderr.write("run.py: --merge: %s\n" % e)
+        return 2
+    ctx = Context(args)
+    ctx.merged, ctx.runs, ctx.inprocess = merged, merged["runs"], merged["inprocess"]
+    present = set(r["workload"] for r in ctx.runs)
+    workloads = [w for w in WORKLOADS + FAKE_WORKLOADS if w.name in present]
+    workloads += [Workload(name) for name in sorted(present - set(w.name for w in workloads))]
+    ctx.sides = tuple(s for s in SIDES if any(r["side"] == s for r in ctx.runs))
+    pairs = max(r["pair"] for r in ctx.runs)
+    head = [h for h in merged["header"][1:] if not h.startswith("# versions:")]
+    ctx.header = ["# pinshim real-workload benchmarks, %s: %d pairs merged from %s" % (
+        datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), pairs,
+        ", ".join("%s (%d)" % f for f in merged["folders"]))]
+    ctx.header += [re.sub(r"; \d+ pairs;", "; %d pairs;" % pairs, h) if h.startswith("# sides:") else h for h in head]
+    report = show(ctx, workloads, final=True)
+    if ctx.out:
+        with open(os.path.join(ctx.out, "runs.jsonl"), "w") as f:
+            f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in ctx.runs)
+        print("# written: %s/{table.md,table.txt,summary.json,runs.jsonl}" % ctx.out, flush=True)
+    failed = any(e["status"] == "FAIL" for e in report) or (ctx.inprocess and ctx.inprocess["problems"])
+    return 1 if failed else 0
 
 
 def sides_in_order(ctx, pair):

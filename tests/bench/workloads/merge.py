@@ -1,0 +1,112 @@
+"""merge.py: several runs of the suite as one (run.py --merge DIR...).
+
+A command on the GPU machine may run 10 minutes, about two pairs of the whole suite; five pairs or
+more take several commands, each writing its --out folder. This reads those folders (runs.jsonl:
+every run; summary.json: the header and the in-process samples) and gives run.py what one run of
+all their pairs would have had: the runs, their pairs numbered on from folder to folder, and the
+in-process samples pooled (each process counts once, whichever folder it came from).
+
+Folders are merged only when they measured the same thing: the same library (its build commit and
+size), the same GPU model, the same sides and the same shim settings from the environment; the
+instances may differ (each pair ran its sides on one machine). Anything else, or a folder that
+cannot be read, is a MergeError naming the folder and what was expected. Standard library only."""
+import json
+import os
+import re
+
+import inprocess
+
+
+class MergeError(Exception):
+    pass
+
+
+def header_field(header, prefix):
+    """The rest of the header line that starts with prefix, or ""."""
+    for line in header:
+        if line.startswith(prefix):
+            return line[len(prefix):].strip()
+    return ""
+
+
+def identity(header):
+    """What must agree between merged folders: {what: value}, from a run's header lines."""
+    shim = header_field(header, "# shim:")
+    machine = header_field(header, "# machine:")
+    sides = header_field(header, "# sides:")
+    size = re.search(r"\((\d+) bytes", shim)
+    return {
+        "library": "%s, %s bytes" % (re.sub(r"^.*, (built from |build commit unknown)", r"\1", shim),
+                                     size.group(1) if size else "?"),
+        "GPU": re.sub(r"^GPU \d+: | \(UUID: [^)]*\)", "", machine.split(";")[0]),
+        "sides": sides.split(";")[0],
+        "shim settings from the environment": sides.split("shim settings from the environment:")[-1].strip(),
+    }
+
+
+def load_folder(folder):
+    """(header lines, runs, in-process part or None) of one --out folder."""
+    summary_path, runs_path = os.path.join(folder, "summary.json"), os.path.join(folder, "runs.jsonl")
+    for path in (summary_path, runs_path):
+        if not os.path.isfile(path):
+            raise MergeError("%s: no %s (expected an --out folder of run.py)" % (folder, os.path.basename(path)))
+    try:
+        with open(summary_path) as f:
+            summary = json.load(f)
+    except (OSError, ValueError) as e:
+        raise MergeError("%s: not readable as JSON (%s)" % (summary_path, e))
+    if not isinstance(summary, dict) or not isinstance(summary.get("header"), list):
+        raise MergeError("%s: no header list (expected run.py's summary.json)" % summary_path)
+    runs = []
+    with open(runs_path, errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                run = json.loads(line)
+            except ValueError as e:
+                raise MergeError("%s line %d: not a JSON run record (%s)" % (runs_path, n, e))
+            if not isinstance(run, dict) or not isinstance(run.get("pair"), int) or "workload" not in run \
+                    or run.get("side") not in ("noshim", "shim", "guard"):
+                raise MergeError("%s line %d: not a run record (expected workload, side and pair)" % (runs_path, n))
+            runs.append(run)
+    if not runs:
+        raise MergeError("%s: no runs" % runs_path)
+    return summary["header"], runs, summary.get("inprocess")
+
+
+def merge(folders):
+    """{"header": the first folder's header lines, "runs": every run with pairs numbered on,
+    "inprocess": pooled rows, problems and samples (None when no folder measured them), "notes":
+    what the reader should know, "folders": [(folder, pairs)]}."""
+    merged = {"runs": [], "notes": [], "folders": [], "inprocess": None}
+    first_id = None
+    samples, problems, pooled_from = {}, [], 0
+    for folder in folders:
+        header, runs, inproc = load_folder(folder)
+        ident = identity(header)
+        if first_id is None:
+            first_id, merged["header"] = ident, header
+        for what, value in ident.items():
+            if value != first_id[what]:
+                raise MergeError("%s: %s %s, where %s had %s: merge only runs of one build, GPU model, sides "
+                                 "and settings" % (folder, what, value or "(none)", folders[0],
+                                                   first_id[what] or "(none)"))
+        offset = max([r["pair"] for r in merged["runs"]] or [0])
+        for r in runs:
+            merged["runs"].append(dict(r, pair=r["pair"] + offset, folder=folder))
+        merged["folders"].append((folder, max(r["pair"] for r in runs)))
+        if inproc:
+            problems += ["%s: %s" % (folder, p) for p in inproc.get("problems") or []]
+            if inproc.get("samples"):
+                pooled_from += 1
+                for key, got in inproc["samples"].items():
+                    samples.setdefault(key, []).extend(got)
+            elif inproc.get("rows"):
+                merged["notes"].append("%s: in-process rows without their samples (an older run.py): not pooled"
+                                       % folder)
+    if samples or problems:
+        merged["inprocess"] = {"rows": inprocess.rows_from(samples), "problems": problems, "samples": samples}
+        if pooled_from < len(folders):
+            merged["notes"].append("in-process samples from %d of %d folders" % (pooled_from, len(folders)))
+    return merged
