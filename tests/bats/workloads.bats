@@ -267,6 +267,7 @@ PY
     sed -i 's/GPU-a/GPU-b/' "$WORK/b/summary.json"
     harness --merge "$WORK/a" "$WORK/b"
     [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E '^# machine: GPU 0: NVIDIA H100 80GB HBM3 \(2 instances\); [0-9]+ cores$' "$WORK/out.txt"
     sed -i 's/H100 80GB HBM3/H200/' "$WORK/b/summary.json"
     harness --merge "$WORK/a" "$WORK/b"
     [ "$(cat "$WORK/rc")" = 2 ]

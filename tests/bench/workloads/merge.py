@@ -76,12 +76,13 @@ def load_folder(folder):
 
 
 def merge(folders):
-    """{"header": the first folder's header lines, "runs": every run with pairs numbered on,
+    """{"header": the first folder's header lines (with the number of instances when they differ), "runs": every run with pairs numbered on,
     "inprocess": pooled rows, problems and samples (None when no folder measured them), "notes":
     what the reader should know, "folders": [(folder, pairs)]}."""
     merged = {"runs": [], "notes": [], "folders": [], "inprocess": None}
     first_id = None
     samples, problems, pooled_from = {}, [], 0
+    machines = set()
     for folder in folders:
         header, runs, inproc = load_folder(folder)
         ident = identity(header)
@@ -92,6 +93,7 @@ def merge(folders):
                 raise MergeError("%s: %s %s, where %s had %s: merge only runs of one build, GPU model, sides "
                                  "and settings" % (folder, what, value or "(none)", folders[0],
                                                    first_id[what] or "(none)"))
+        machines.add(header_field(header, "# machine:"))
         offset = max([r["pair"] for r in merged["runs"]] or [0])
         for r in runs:
             merged["runs"].append(dict(r, pair=r["pair"] + offset, folder=folder))
@@ -105,6 +107,9 @@ def merge(folders):
             elif inproc.get("rows"):
                 merged["notes"].append("%s: in-process rows without their samples (an older run.py): not pooled"
                                        % folder)
+    if len(machines) > 1:  # instances of one model: the header names how many, not the first one's id
+        merged["header"] = [re.sub(r" \(UUID: [^)]*\)", " (%d instances)" % len(machines), h)
+                            if h.startswith("# machine:") else h for h in merged["header"]]
     if samples or problems:
         merged["inprocess"] = {"rows": inprocess.rows_from(samples), "problems": problems, "samples": samples}
         if pooled_from < len(folders):
