@@ -29,6 +29,7 @@ struct policy {
 
 /* Values of the ENUM keys, in the order of their choices string. */
 enum { SUMMARY_TEXT, SUMMARY_JSON, SUMMARY_NONE };
+enum { SYNC_TIMING_ADAPTIVE, SYNC_TIMING_ALL };
 
 extern struct policy pinshim_policy;
 

@@ -12,9 +12,6 @@
 #include "observe/stats.h"
 #include "policy.h"
 
-/* Values of the sync_timing key (policy/keys.h), in the order of its choices. */
-enum { SYNC_TIMING_ADAPTIVE, SYNC_TIMING_ALL };
-
 static inline bool entry_observing(void)
 {
     return pinshim_thread.depth == 0 && __atomic_load_n(&pinshim_gate.observing, __ATOMIC_RELAXED);

@@ -12,7 +12,6 @@
 #include "base/clock.h"
 #include "base/common.h"
 #include "base/gate.h"
-#include "copy/entry.h"
 #include "guard/guard.h"
 #include "hostmem/alloc_events.h"
 #include "hostmem/memkind.h"
