@@ -50,8 +50,8 @@ void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns
  * registration cache (HOST_SMALL_PAGEABLE, which also asks stage_small_copy() before the copy);
  * else a description (HOST_DESCRIBE). *kind is the host side's kind as copy_describe() would
  * classify it (before the registration cache's view). What copy_only_counted() says of the
- * described copy. A small pageable copy's page is first looked for in the thread's stretch of
- * plain pages (hostmem/plain_pages.h), and joins it when found plain. */
+ * described copy. A small copy's page is looked for among the plain pages (hostmem/plain_pages.h)
+ * after the thread's last pinned range, and noted there when found plain. */
 enum host_path { HOST_OWN_PINNED, HOST_SMALL_PAGEABLE, HOST_DESCRIBE };
 enum host_path copy_host_path(uintptr_t host, size_t bytes, enum host_kind *kind);
 

@@ -13,8 +13,8 @@
 #include "alloc_events.h"
 #include "base/common.h"
 #include "base/page_memo.h"
-#include "plain_pages.h"
 #include "base/real.h"
+#include "plain_pages.h"
 
 struct range {
     uintptr_t base, end;
