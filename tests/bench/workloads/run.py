@@ -8,7 +8,8 @@ over shim time: above 1 the shim is faster), bound checks (PASS/MISS, never an e
 every run's results were identical. Before the pairs, unless --inprocess 0, the small operations'
 cost measured inside one process (inprocess.py), printed as a second table. Exit status 0; 1 when a
 result differed or a run failed (crashed, timed out, printed no result, or skipped on some sides
-only, or an in-process measurement failed); 2 for bad usage.
+only, or an in-process measurement failed); 2 for bad usage. With --merge DIR... it runs nothing
+and prints the table of earlier runs' --out folders as one run's (merge.py).
 Standard library only; the workloads bring their own frameworks."""
 import argparse
 import datetime
@@ -726,9 +727,9 @@ def main(argv=None):
 def run_inprocess(ctx):
     """The in-process table's measurements (inprocess.py), before the pairs."""
     observe_ab = build_bench(ctx, "observe_ab", ["-ldl", "-lm"])
-    rows, problems, samples = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim, ctx.python,
-                                       os.environ, observe_ab, max(ctx.args.timeout, 300.0),
-                                       lambda line: print(line, flush=True))
+    rows, problems, samples = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim,
+                                                ctx.python, os.environ, observe_ab, max(ctx.args.timeout, 300.0),
+                                                lambda line: print(line, flush=True))
     ctx.inprocess = {"rows": rows, "problems": problems, "samples": samples}
 
 
