@@ -119,7 +119,7 @@ PY
     grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"
 }
 
-@test "observe_ab (the C loop measured inside one process): groups and medians under the shim, nothing without it or with the guard" {
+@test "observe_ab (the C loop, or small pageable copies, measured inside one process): groups and medians under the shim, nothing without it or with the guard" {
     gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"${CUDA_HOME:-/usr/local/cuda}/include" \
         "$ROOT/tests/bench/observe_ab.c" -o "$WORK/observe_ab" -ldl -lm
     run_app plain noshim "$WORK/observe_ab" 3 50
@@ -132,6 +132,15 @@ PY
     grep -qE '^median: observe [0-9]+ ns, forward [0-9]+ ns, observe - forward [+-][0-9]+ ns per iteration .*3 groups of 4 x 50 iterations$' "$WORK/shim.out"
     # only the observing blocks were counted: warm-up 50 + 3 groups x 2 x 50 (and the one H2D)
     grep -q '"dir":"d2h","host_kind":"pinned","bucket_min":0,"count":350,' "$WORK/shim.err"
+    # the pageable iteration: 4 KiB async H2D copies from 1000 buffers, counted only while observing
+    PINSHIM_SUMMARY=json run_app pg shim "$WORK/observe_ab" 2 50 0 pageable
+    show pg
+    [ "$(cat "$WORK/pg.rc")" = 0 ]
+    grep -qE '^median: .*2 groups of 4 x 50 iterations$' "$WORK/pg.out"
+    grep -q '"dir":"h2d","host_kind":"pageable","bucket_min":4096,"count":250,' "$WORK/pg.err"
+    run_app pg shim "$WORK/observe_ab" 2 50 0 sideways
+    [ "$(cat "$WORK/pg.rc")" = 2 ]
+    grep -q "argument 4 is 'sideways': expected item or pageable" "$WORK/pg.err"
     PINSHIM_GUARD=warn PINSHIM_SUMMARY=none run_app shim shim "$WORK/observe_ab" 3 50
     grep -q 'refused to switch.*nothing measured' "$WORK/shim.out"
     run_app shim shim "$WORK/observe_ab" 3 zero

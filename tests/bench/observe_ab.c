@@ -14,11 +14,16 @@
  * A third argument, evict KiB, writes one byte per line of a buffer that large before each iteration
  * (both sides alike): the shim's code and data then start cold in the caches, as between the calls
  * of a framework's hot loop, whose own work evicts them (0, the default: none).
- * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB]]]
- *        (default 20 2000 0)
+ * A fourth argument names the iteration: `item` (the default, the loop above) or `pageable`: a
+ * 4 KiB cuMemcpyHtoDAsync from the next of 1000 malloc'd 4 KiB buffers, round the list, as
+ * PyTorch's 1000 small CPU tensors .to("cuda", non_blocking=True) (one such call per tensor), the
+ * shim classifying a pageable page each time; the stream is synchronized after each block, untimed.
+ * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB [item|pageable]]]]
+ *        (default 20 2000 0 item)
  * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl -lm */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdbool.h>
 #include <time.h>
 
 #include "../progs/testutil.h"
@@ -28,6 +33,10 @@ typedef int (*bench_observe_fn)(int);
 
 static volatile unsigned char *evict_buf;
 static size_t evict_bytes;
+
+#define PAGEABLE_BUFFERS 1000
+#define PAGEABLE_BYTES 4096
+static void *pageable[PAGEABLE_BUFFERS]; /* set for the pageable iteration only */
 
 /* Pushes the caches' earlier contents out: one write per 64-byte line of the buffer. */
 static void evict(void)
@@ -45,13 +54,19 @@ static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream
             evict();
             t0 = bench_ns(CLOCK_MONOTONIC);
         }
-        CHECK(d->dtoh_async(host, dev, 4, s));
-        CHECK(d->stream_sync(s));
+        if (pageable[0]) {
+            CHECK(d->htod_async(dev, pageable[i % PAGEABLE_BUFFERS], PAGEABLE_BYTES, s));
+        } else {
+            CHECK(d->dtoh_async(host, dev, 4, s));
+            CHECK(d->stream_sync(s));
+        }
         if (evict_bytes)
             total += bench_ns(CLOCK_MONOTONIC) - t0;
     }
     if (!evict_bytes)
         total = bench_ns(CLOCK_MONOTONIC) - t0;
+    if (pageable[0])
+        CHECK(d->stream_sync(s));
     return total / iters;
 }
 
@@ -77,6 +92,11 @@ int main(int argc, char **argv)
         if (!evict_buf)
             return 1;
     }
+    bool pageable_copies = argc > 4 && strcmp(argv[4], "pageable") == 0;
+    if (argc > 4 && !pageable_copies && strcmp(argv[4], "item") != 0) {
+        fprintf(stderr, "observe_ab: argument 4 is '%s': expected item or pageable\n", argv[4]);
+        return 2;
+    }
     bench_observe_fn observe = (bench_observe_fn)dlsym(RTLD_DEFAULT, "pinshim_bench_observe");
     if (!observe) {
         printf("observe_ab: pinshim_bench_observe not found (run it with LD_PRELOAD=build/libpinshim.so); nothing measured\n");
@@ -89,8 +109,11 @@ int main(int argc, char **argv)
     CUstream s;
     CHECK(d.stream_create(&s, 0));
     CHECK(d.host_alloc(&host, 4096, 0));
-    CHECK(d.mem_alloc(&dev, 4096));
+    CHECK(d.mem_alloc(&dev, PAGEABLE_BYTES));
     CHECK(d.htod(dev, host, 4096));
+    for (int i = 0; pageable_copies && i < PAGEABLE_BUFFERS; i++)
+        if (!(pageable[i] = calloc(1, PAGEABLE_BYTES)))
+            return 1;
     if (observe(1) != 0 || observe(0) != 0 || observe(1) != 0) {
         printf("observe_ab: the shim refused to switch (the guard is on, registrations are held, or interception is "
                "off); nothing measured\n");
@@ -128,6 +151,8 @@ int main(int argc, char **argv)
            "%+.1f, groups %+.0f to %+.0f), mean %+.1f +- %.1f (2 standard errors), %d groups of 4 x %d iterations\n",
            bench_median(on, 2 * groups), bench_median(off, 2 * groups), mid, bench_quantile_sorted(diff, groups, 0.25),
            bench_quantile_sorted(diff, groups, 0.75), lo, hi, mean, se2, groups, iters);
+    for (int i = 0; pageable_copies && i < PAGEABLE_BUFFERS; i++)
+        free(pageable[i]);
     CHECK(d.mem_free(dev));
     CHECK(d.free_host(host));
     CHECK(d.stream_destroy(s));
