@@ -138,6 +138,13 @@ PY
     [ "$(cat "$WORK/pg.rc")" = 0 ]
     grep -qE '^median: .*2 groups of 4 x 50 iterations$' "$WORK/pg.out"
     grep -q '"dir":"h2d","host_kind":"pageable","bucket_min":4096,"count":250,' "$WORK/pg.err"
+    # with data and code evicted before each iteration (x86-64: the generated code runs)
+    run_app pg shim "$WORK/observe_ab" 2 20 64 pageable 64
+    [ "$(cat "$WORK/pg.rc")" = 0 ]
+    grep -qE '^median: .*2 groups of 4 x 20 iterations$' "$WORK/pg.out"
+    run_app pg shim "$WORK/observe_ab" 2 50 0 pageable many
+    [ "$(cat "$WORK/pg.rc")" = 2 ]
+    grep -q "argument 5 is 'many': expected a whole number" "$WORK/pg.err"
     run_app pg shim "$WORK/observe_ab" 2 50 0 sideways
     [ "$(cat "$WORK/pg.rc")" = 2 ]
     grep -q "argument 4 is 'sideways': expected item or pageable" "$WORK/pg.err"

@@ -14,16 +14,20 @@
  * A third argument, evict KiB, writes one byte per line of a buffer that large before each iteration
  * (both sides alike): the shim's code and data then start cold in the caches, as between the calls
  * of a framework's hot loop, whose own work evicts them (0, the default: none).
+ * A fifth, code KiB, also runs that much generated code before each iteration (a chain of short
+ * jumps, one per 16 bytes; x86-64 only), so that the shim's instructions start cold too: a
+ * framework's own code between two calls evicts them as its data does (0, the default: none).
  * A fourth argument names the iteration: `item` (the default, the loop above) or `pageable`: a
  * 4 KiB cuMemcpyHtoDAsync from the next of 1000 malloc'd 4 KiB buffers, round the list, as
  * PyTorch's 1000 small CPU tensors .to("cuda", non_blocking=True) (one such call per tensor), the
  * shim classifying a pageable page each time; the stream is synchronized after each block, untimed.
- * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB [item|pageable]]]]
- *        (default 20 2000 0 item)
+ * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB [item|pageable [code KiB]]]]]
+ *        (default 20 2000 0 item 0)
  * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl -lm */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdbool.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "../progs/testutil.h"
@@ -32,17 +36,43 @@
 typedef int (*bench_observe_fn)(int);
 
 static volatile unsigned char *evict_buf;
+static bool evicting; /* data or code */
 static size_t evict_bytes;
 
 #define PAGEABLE_BUFFERS 1000
 #define PAGEABLE_BYTES 4096
 static void *pageable[PAGEABLE_BUFFERS]; /* set for the pageable iteration only */
 
-/* Pushes the caches' earlier contents out: one write per 64-byte line of the buffer. */
+static void (*evict_code)(void); /* generated code, run before each iteration (NULL: none) */
+
+/* Pushes the caches' earlier contents out: one write per 64-byte line of the buffer, then the
+ * generated code. */
 static void evict(void)
 {
     for (size_t i = 0; i < evict_bytes; i += 64)
         evict_buf[i]++;
+    if (evict_code)
+        evict_code();
+}
+
+/* Code of `kib` KiB that jumps through itself, 16 bytes at a time, and returns. */
+static void (*code_to_evict(size_t kib))(void)
+{
+#if defined(__x86_64__)
+    size_t n = kib << 10;
+    unsigned char *c = mmap(NULL, n + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED)
+        return NULL;
+    for (size_t i = 0; i < n; i += 16)
+        c[i] = 0xeb, c[i + 1] = 14; /* jmp to the next 16 bytes */
+    c[n] = 0xc3;                    /* ret */
+    if (mprotect(c, n + 1, PROT_READ | PROT_EXEC) != 0)
+        return NULL;
+    return (void (*)(void))(void *)c;
+#else
+    (void)kib;
+    return NULL;
+#endif
 }
 
 /* One block: `iters` copies and syncs, ns per iteration. With eviction, only the calls are timed. */
@@ -50,7 +80,7 @@ static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream
 {
     double total = 0, t0 = bench_ns(CLOCK_MONOTONIC);
     for (int i = 0; i < iters; i++) {
-        if (evict_bytes) {
+        if (evicting) {
             evict();
             t0 = bench_ns(CLOCK_MONOTONIC);
         }
@@ -60,10 +90,10 @@ static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream
             CHECK(d->dtoh_async(host, dev, 4, s));
             CHECK(d->stream_sync(s));
         }
-        if (evict_bytes)
+        if (evicting)
             total += bench_ns(CLOCK_MONOTONIC) - t0;
     }
-    if (!evict_bytes)
+    if (!evicting)
         total = bench_ns(CLOCK_MONOTONIC) - t0;
     if (pageable[0])
         CHECK(d->stream_sync(s));
@@ -97,6 +127,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "observe_ab: argument 4 is '%s': expected item or pageable\n", argv[4]);
         return 2;
     }
+    if (argc > 5 && strcmp(argv[5], "0") != 0) {
+        if (!(evict_code = code_to_evict((size_t)positive_arg(argc, argv, 5, 0)))) {
+            fprintf(stderr, "observe_ab: cannot run generated code here (x86-64 only, and mmap/mprotect must allow it)\n");
+            return 2;
+        }
+    }
+    evicting = evict_bytes || evict_code;
     bench_observe_fn observe = (bench_observe_fn)dlsym(RTLD_DEFAULT, "pinshim_bench_observe");
     if (!observe) {
         printf("observe_ab: pinshim_bench_observe not found (run it with LD_PRELOAD=build/libpinshim.so); nothing measured\n");
