@@ -12,15 +12,16 @@
  * Without the shim it prints one line saying so and exits 0.
  * Never asserts a timing.
  * A third argument, evict KiB, writes one byte per line of a buffer that large before each iteration
- * (both sides alike): the shim's code and data then start cold in the caches, as between the calls
- * of a framework's hot loop, whose own work evicts them (0, the default: none).
- * A fifth, code KiB, also runs that much generated code before each iteration (a chain of short
- * jumps, one per 16 bytes; x86-64 only), so that the shim's instructions start cold too: a
- * framework's own code between two calls evicts them as its data does (0, the default: none).
+ * (both sides alike): the shim's data then start cold in the caches, as between the calls of a
+ * framework's hot loop, whose own work evicts them (0, the default: none). Its instructions stay
+ * in the first-level instruction cache, which data writes do not reach.
  * A fourth argument names the iteration: `item` (the default, the loop above) or `pageable`: a
  * 4 KiB cuMemcpyHtoDAsync from the next of 1000 malloc'd 4 KiB buffers, round the list, as
  * PyTorch's 1000 small CPU tensors .to("cuda", non_blocking=True) (one such call per tensor), the
  * shim classifying a pageable page each time; the stream is synchronized after each block, untimed.
+ * A fifth, code KiB, also runs that much generated code before each iteration (a chain of short
+ * jumps, one per 16 bytes; x86-64 only), so that the shim's instructions start cold too: a
+ * framework's own code between two calls evicts them as its data does (0, the default: none).
  * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB [item|pageable [code KiB]]]]]
  *        (default 20 2000 0 item 0)
  * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl -lm */
@@ -36,8 +37,8 @@
 typedef int (*bench_observe_fn)(int);
 
 static volatile unsigned char *evict_buf;
-static bool evicting; /* data or code */
 static size_t evict_bytes;
+static bool evicting; /* data or code, before each iteration */
 
 #define PAGEABLE_BUFFERS 1000
 #define PAGEABLE_BYTES 4096
