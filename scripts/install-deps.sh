@@ -4,7 +4,8 @@
 # otherwise it names them and the apt-get line, and fails (status 1).
 #   build: gcc (the C compiler, CC), make, libc6-dev (C headers), uthash-dev (uthash.h)
 #   test:  build's, plus bats (the test runner), python3 (scripts and helpers), binutils (readelf;
-#          addr2line, which pinshim-report uses to name call sites), clang and libomp-dev (a test
+#          addr2line, which pinshim-report uses to name call sites; nm), valgrind (cold_lines.py's
+#          trace of a small copy's cache lines), clang and libomp-dev (a test
 #          program built against LLVM's OpenMP runtime, for stage_openmp; checked by compiling one);
 #          chromium is optional (the HTML report's browser test is skipped without it): installed
 #          as root when possible, never a failure.
@@ -46,6 +47,7 @@ find_missing() {
         command -v bats >/dev/null 2>&1 || missing="$missing bats"
         command -v python3 >/dev/null 2>&1 || missing="$missing python3"
         { command -v readelf && command -v addr2line; } >/dev/null 2>&1 || missing="$missing binutils"
+        command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
         if ! command -v clang >/dev/null 2>&1; then
             missing="$missing clang libomp-dev"
         elif ! printf 'int main(void) { return 0; }\n' | clang -fopenmp -x c - -o /dev/null >/dev/null 2>&1; then

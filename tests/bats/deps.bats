@@ -22,7 +22,7 @@ for p in "\$@"; do
         uthash-dev) : >"$WORK/include/uthash.h" ;;
         libc6-dev) : >"$WORK/include/stdio.h" ;;
         gcc) /bin/ln -sf /bin/true "$WORK/bin/cc" ;;
-        make|bats|python3|chromium|clang) /bin/ln -sf /bin/true "$WORK/bin/\$p" ;;
+        make|bats|python3|chromium|clang|valgrind) /bin/ln -sf /bin/true "$WORK/bin/\$p" ;;
         binutils) /bin/ln -sf /bin/true "$WORK/bin/readelf"; /bin/ln -sf /bin/true "$WORK/bin/addr2line" ;;
     esac
 done
@@ -49,7 +49,7 @@ deps() {
     [ ! -e "$WORK/apt.log" ]
 }
 
-@test "deps: make test's step also names bats, python3, binutils, clang and libomp-dev; only what is missing is named" {
+@test "deps: make test's step also names bats, python3, binutils, valgrind, clang and libomp-dev; only what is missing is named" {
     stubs 1000
     : >"$WORK/include/stdio.h"
     ln -s /bin/true "$WORK/bin/cc"
@@ -57,19 +57,19 @@ deps() {
     ln -s /bin/true "$WORK/bin/python3"
     deps user test
     [ "$(cat "$WORK/user.rc")" = 1 ]
-    grep -qx "install-deps: missing Debian packages for 'make test': uthash-dev bats binutils clang libomp-dev" "$WORK/user.err"
-    grep -qx 'install-deps:   sudo apt-get install -y uthash-dev bats binutils clang libomp-dev' "$WORK/user.err"
+    grep -qx "install-deps: missing Debian packages for 'make test': uthash-dev bats binutils valgrind clang libomp-dev" "$WORK/user.err"
+    grep -qx 'install-deps:   sudo apt-get install -y uthash-dev bats binutils valgrind clang libomp-dev' "$WORK/user.err"
     # clang there but no OpenMP runtime for it: libomp-dev alone (the check compiles with -fopenmp)
     ln -s /bin/false "$WORK/bin/clang"
     deps noomp test
-    grep -qx "install-deps: missing Debian packages for 'make test': uthash-dev bats binutils libomp-dev" "$WORK/noomp.err"
+    grep -qx "install-deps: missing Debian packages for 'make test': uthash-dev bats binutils valgrind libomp-dev" "$WORK/noomp.err"
 }
 
 @test "deps: binutils is named when addr2line (pinshim-report's symbolizer) is missing, readelf or not" {
     stubs 1000
     : >"$WORK/include/stdio.h"
     : >"$WORK/include/uthash.h"
-    for tool in cc make python3 bats readelf clang; do ln -s /bin/true "$WORK/bin/$tool"; done
+    for tool in cc make python3 bats readelf clang valgrind; do ln -s /bin/true "$WORK/bin/$tool"; done
     deps user test
     [ "$(cat "$WORK/user.rc")" = 1 ]
     grep -qx "install-deps: missing Debian packages for 'make test': binutils" "$WORK/user.err"
@@ -83,7 +83,7 @@ deps() {
     deps root test
     [ "$(cat "$WORK/root.rc")" = 0 ]
     grep -q 'apt-get install -y -qq chromium$' "$WORK/apt.log"
-    grep -q 'apt-get install -y -qq gcc make libc6-dev uthash-dev bats python3 binutils clang libomp-dev$' "$WORK/apt.log"
+    grep -q 'apt-get install -y -qq gcc make libc6-dev uthash-dev bats python3 binutils valgrind clang libomp-dev$' "$WORK/apt.log"
     grep -q '^apt-get update' "$WORK/apt.log"
     [ -f "$WORK/include/uthash.h" ]
     # everything there now: a second run installs nothing

@@ -155,6 +155,28 @@ PY
     grep -q "argument 2 is 'zero': expected a whole number" "$WORK/shim.err"
 }
 
+@test "cold_lines.py: lines one small copy touches with and without the shim, the shim's by function; bad usage named" {
+    python3 "$ROOT/tests/bench/cold_lines.py" --shim "$SHIM" --ops pinned --passes 2 --functions >"$WORK/cl.out" 2>&1
+    cat "$WORK/cl.out"
+    # the row: without the shim the loop's own lines; with it, the shim's code lines counted apart
+    python3 - "$WORK/cl.out" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+row = [l.split() for l in lines if l.startswith("pinned ")][0]
+code0, data0, code1, shim, data1, add_code, add_data = map(float, row[1:])
+assert 0 < code0 < code1 and 0 < shim <= code1 and add_code == round(code1 - code0, 1), row
+assert shim >= 5 and data1 > data0, row  # the observing path: the handler, its classification, its counters
+funcs = lines[lines.index("pinned: the shim's code lines per operation by function") + 1:]
+assert any(l.split()[1] == "shape_htod_async" for l in funcs), funcs
+PY
+    run python3 "$ROOT/tests/bench/cold_lines.py" --ops pinned,sideways
+    [ "$status" = 2 ]
+    [[ "$output" == *"--ops: sideways: expected a comma-separated list of pageable, pinned, item"* ]]
+    run python3 "$ROOT/tests/bench/cold_lines.py" --passes 1
+    [ "$status" = 2 ]
+    [[ "$output" == *"--passes 1: expected 2 or more"* ]]
+}
+
 @test "the library links neither libcuda nor libcudart and exports only its interface" {
     run readelf -d "$SHIM"
     [ "$status" = 0 ]
