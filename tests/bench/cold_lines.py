@@ -4,8 +4,10 @@ and data, so a call pays for each line it touches again; observe_ab.c with evict
 model, this counts what it is made of, exactly and on any x86-64 machine: valgrind's lackey traces
 every instruction fetch and data access of tests/bench/cold_lines_loop.c, which marks the start of
 each operation, and the distinct 64-byte lines between two marks are counted, for the operations
-of the last pass over the loop's 1000 buffers (the earlier passes see each page first). The shim's
-instruction lines are told apart by its mapping; --functions names the function of each.
+of the last pass over the loop's 1000 buffers (the earlier passes see each page first), and over
+that whole pass (what a cache that kept the pass would hold: a table the shim reads one line of
+per copy can still spread over many). The shim's instruction lines are told apart by its mapping;
+--functions names the function of each.
 The driver is the null driver (tests/bench/nullcuda.c), built here like the loop with $CC, unless
 --driver-dir names a folder holding another libcuda.so.1. Never asserts a count.
 Usage: python3 tests/bench/cold_lines.py [--shim build/libpinshim.so] [--ops pageable,pinned,item]
@@ -109,6 +111,15 @@ def count(ops, maps):
     return code, shim, data
 
 
+def working_set(ops):
+    """Distinct code and data lines over all the operations: what a cache warm from the pass holds."""
+    code, data = set(), set()
+    for c, d in ops.values():
+        code.update(c)
+        data.update(d)
+    return len(code), len(data)
+
+
 def by_function(ops, maps, syms):
     """The shim's code lines per operation by the function of the first instruction run in each."""
     addrs, names = syms
@@ -150,7 +161,7 @@ def main(argv):
         print("%-9s %13s %13s %10s %13s %10s %15s %15s" % ("operation", "code without", "data without", "code with",
                                                            "of it shim's", "data with", "shim adds code",
                                                            "shim adds data"))
-        details = []
+        details, sets = [], []
         for op in ops:
             row = {}
             for side in ("without", "with"):
@@ -163,10 +174,15 @@ def main(argv):
                 if side == "with" and not maps:
                     raise SystemExit("cold_lines: the shim's mapping was not found in the loop's output:\n" + err)
                 row[side] = count(traced, maps)
+                sets.append(working_set(traced))
                 if side == "with" and a.functions:
                     details.append((op, by_function(traced, maps, syms)))
             (c0, _, d0), (c1, s1, d1) = row["without"], row["with"]
             print("%-9s %13.1f %13.1f %10.1f %13.1f %10.1f %15.1f %15.1f" % (op, c0, d0, c1, s1, d1, c1 - c0, d1 - d0))
+        print("\nover the whole last pass (its 1000 operations): distinct lines")
+        print("%-9s %13s %10s %13s %10s" % ("operation", "code without", "code with", "data without", "data with"))
+        for op, (without, with_) in zip(ops, zip(sets[0::2], sets[1::2])):
+            print("%-9s %13d %10d %13d %10d" % (op, without[0], with_[0], without[1], with_[1]))
         for op, rows in details:
             print("\n%s: the shim's code lines per operation by function" % op)
             for name, k in rows:
