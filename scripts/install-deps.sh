@@ -4,7 +4,7 @@
 # otherwise it names them and the apt-get line, and fails (status 1).
 #   build: gcc (the C compiler, CC), make, libc6-dev (C headers), uthash-dev (uthash.h)
 #   test:  build's, plus bats (the test runner), python3 (scripts and helpers), binutils (readelf;
-#          addr2line, which pinshim-report uses to name call sites; nm), valgrind (cold_lines.py's
+#          addr2line, which pinshim-report uses to name call sites; nm), valgrind (footprint.py's
 #          trace of a small copy's cache lines), clang and libomp-dev (a test
 #          program built against LLVM's OpenMP runtime, for stage_openmp; checked by compiling one);
 #          chromium is optional (the HTML report's browser test is skipped without it): installed

@@ -155,26 +155,25 @@ PY
     grep -q "argument 2 is 'zero': expected a whole number" "$WORK/shim.err"
 }
 
-@test "cold_lines.py: lines one small copy touches with and without the shim, the shim's by function; bad usage named" {
-    python3 "$ROOT/tests/bench/cold_lines.py" --shim "$SHIM" --ops pinned --passes 2 --functions >"$WORK/cl.out" 2>&1
-    cat "$WORK/cl.out"
-    # the row: without the shim the loop's own lines; with it, the shim's code lines counted apart
-    python3 - "$WORK/cl.out" <<'PY'
-import sys
-lines = open(sys.argv[1]).read().splitlines()
-row = [l.split() for l in lines if l.startswith("pinned ")][0]
-code0, data0, code1, shim, data1, add_code, add_data = map(float, row[1:])
-assert 0 < code0 < code1 and 0 < shim <= code1 and add_code == round(code1 - code0, 1), row
-assert shim >= 5 and data1 > data0, row  # the observing path: the handler, its classification, its counters
-funcs = lines[lines.index("pinned: the shim's code lines per operation by function") + 1:]
-assert any(l.split()[1] == "shape_htod_async" for l in funcs), funcs
+@test "footprint.py: the lines one small copy touches, by region and by the shim's functions; bad usage named" {
+    python3 "$ROOT/tests/bench/footprint.py" --lib "$SHIM" --mode h --iterations 12 >"$WORK/fp.out" 2>&1
+    cat "$WORK/fp.out"
+    python3 - "$WORK/fp.out" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+assert re.search(r"mean over iterations 8-11 of 12", text), text
+shim = float(re.search(r"^ +([0-9.]+) code libpinshim.so$", text, re.M).group(1))
+assert shim >= 8, shim  # the observing path (the forwarding wrapper alone: 4 lines)
+functions = text.split("shim code lines by function")[1].split("shim data lines")[0]
+assert re.search(r"^ +[0-9.]+ shape_htod_async$", functions, re.M), functions
+assert re.search(r"^those 4 iterations together: [0-9]+ lines$", text, re.M), text
 PY
-    run python3 "$ROOT/tests/bench/cold_lines.py" --ops pinned,sideways
+    run python3 "$ROOT/tests/bench/footprint.py" --mode p --iterations 100
     [ "$status" = 2 ]
-    [[ "$output" == *"--ops: sideways: expected a comma-separated list of pageable, pinned, item"* ]]
-    run python3 "$ROOT/tests/bench/cold_lines.py" --passes 1
+    [[ "$output" == *"--iterations 100: expected 3000 or more for mode p"* ]]
+    run python3 "$ROOT/tests/bench/footprint.py" --mode x
     [ "$status" = 2 ]
-    [[ "$output" == *"--passes 1: expected 2 or more"* ]]
+    [[ "$output" == *"invalid choice: 'x'"* ]]
 }
 
 @test "the library links neither libcuda nor libcudart and exports only its interface" {

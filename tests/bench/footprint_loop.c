@@ -1,33 +1,42 @@
 /* footprint_loop.c: the loop footprint.py traces: N iterations of a 4-byte cuMemcpyDtoHAsync into
- * pinned memory + cuStreamSynchronize (mode d, the pattern of PyTorch's .item()) or of a 4 KiB
- * cuMemcpyHtoDAsync from pinned memory (mode h), each iteration opened by a store to `marker`, whose
- * address goes to stderr with the process's mappings at the end. Meant for tests/bench/nullcuda.c
- * (no driver work to trace). Build: gcc -O2 -I$CUDA_HOME/include footprint_loop.c -lcuda
- * Usage: footprint_loop N d|h */
+ * pinned memory + cuStreamSynchronize (mode d, the pattern of PyTorch's .item()), of a 4 KiB
+ * cuMemcpyHtoDAsync from pinned memory (mode h), or of a 4 KiB cuMemcpyHtoDAsync from the next of
+ * 1000 malloc'd 4 KiB buffers, round the list (mode p, PyTorch's small CPU tensors
+ * .to("cuda", non_blocking=True)), each iteration opened by a store to `marker` (built without
+ * -pie, so that its address is the one nm reads), the process's mappings to stderr at the end.
+ * Meant for tests/bench/nullcuda.c (no driver work to trace).
+ * Build: gcc -O2 -no-pie -I$CUDA_HOME/include footprint_loop.c -lcuda
+ * Usage: footprint_loop N d|h|p */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#define PAGEABLE_BUFFERS 1000
 
 volatile long marker;
 
 int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 40;
-    int h2d = argc > 2 && argv[2][0] == 'h';
+    char mode = argc > 2 ? argv[2][0] : 'd';
     CUdevice dev;
     CUcontext ctx;
     CUstream s;
-    void *pinned;
+    void *pinned, *pageable[PAGEABLE_BUFFERS];
     CUdeviceptr d;
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx) ||
         cuStreamCreate(&s, 0) || cuMemHostAlloc(&pinned, 1 << 20, 0) || cuMemAlloc(&d, 1 << 20)) {
         fprintf(stderr, "footprint_loop: CUDA setup failed\n");
         return 1;
     }
-    fprintf(stderr, "marker %p\n", (void *)&marker);
+    for (int i = 0; mode == 'p' && i < PAGEABLE_BUFFERS; i++)
+        if (!(pageable[i] = calloc(1, 4096)))
+            return 1;
     for (int i = 0; i < n; i++) {
         marker = i;
-        if (h2d) {
+        if (mode == 'p') {
+            cuMemcpyHtoDAsync(d, pageable[i % PAGEABLE_BUFFERS], 4096, s);
+        } else if (mode == 'h') {
             cuMemcpyHtoDAsync(d, pinned, 4096, s);
         } else {
             cuMemcpyDtoHAsync(pinned, d, 4, s);
