@@ -42,7 +42,8 @@ static bool evicting; /* data or code, before each iteration */
 
 #define PAGEABLE_BUFFERS 1000
 #define PAGEABLE_BYTES 4096
-static void *pageable[PAGEABLE_BUFFERS]; /* set for the pageable iteration only */
+static bool pageable_copies;             /* the iteration: pageable H2D copies, else the C loop */
+static void *pageable[PAGEABLE_BUFFERS]; /* their buffers */
 
 static void (*evict_code)(void); /* generated code, run before each iteration (NULL: none) */
 
@@ -85,7 +86,7 @@ static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream
             evict();
             t0 = bench_ns(CLOCK_MONOTONIC);
         }
-        if (pageable[0]) {
+        if (pageable_copies) {
             CHECK(d->htod_async(dev, pageable[i % PAGEABLE_BUFFERS], PAGEABLE_BYTES, s));
         } else {
             CHECK(d->dtoh_async(host, dev, 4, s));
@@ -96,7 +97,7 @@ static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream
     }
     if (!evicting)
         total = bench_ns(CLOCK_MONOTONIC) - t0;
-    if (pageable[0])
+    if (pageable_copies)
         CHECK(d->stream_sync(s));
     return total / iters;
 }
@@ -123,7 +124,7 @@ int main(int argc, char **argv)
         if (!evict_buf)
             return 1;
     }
-    bool pageable_copies = argc > 4 && strcmp(argv[4], "pageable") == 0;
+    pageable_copies = argc > 4 && strcmp(argv[4], "pageable") == 0;
     if (argc > 4 && !pageable_copies && strcmp(argv[4], "item") != 0) {
         fprintf(stderr, "observe_ab: argument 4 is '%s': expected item or pageable\n", argv[4]);
         return 2;
