@@ -150,8 +150,9 @@ void guard_modules_refresh(void)
 
 static void append(char *buf, size_t len, size_t *pos, const char *s, size_t n)
 {
-    if (*pos + n > len)
-        n = len - *pos;
+    size_t room = len - *pos; /* *pos never passes len */
+    if (n > room)
+        n = room;
     memcpy(buf + *pos, s, n);
     *pos += n;
 }
