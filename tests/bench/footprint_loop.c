@@ -1,15 +1,19 @@
-/* footprint_loop.c: the loop footprint.py traces: N iterations of a 4-byte cuMemcpyDtoHAsync into
- * pinned memory + cuStreamSynchronize (mode d, the pattern of PyTorch's .item()), of a 4 KiB
- * cuMemcpyHtoDAsync from pinned memory (mode h), or of a 4 KiB cuMemcpyHtoDAsync from the next of
- * 1000 malloc'd 4 KiB buffers, round the list (mode p, PyTorch's small CPU tensors
- * .to("cuda", non_blocking=True)), each iteration opened by a store to `marker` (built without
- * -pie, so that its address is the one nm reads), the process's mappings to stderr at the end.
- * Meant for tests/bench/nullcuda.c (no driver work to trace).
+/* footprint_loop.c: one of the shim's hot paths, N times over: a 4-byte cuMemcpyDtoHAsync into
+ * pinned memory + cuStreamSynchronize (mode d, the pattern of PyTorch's .item()), a 4 KiB
+ * cuMemcpyHtoDAsync from pinned memory (mode h), a 4 KiB cuMemcpyHtoDAsync from the next of 1000
+ * malloc'd 4 KiB buffers, round the list (mode p, PyTorch's small CPU tensors
+ * .to("cuda", non_blocking=True)), a 4 KiB cuMemcpyDtoHAsync into the next of them +
+ * cuStreamSynchronize (mode q, a small tensor's .cpu()), or a cuEventRecord + cuEventQuery (mode e);
+ * each iteration opened by a store to `marker` (built without -pie, so that its address is the one
+ * nm reads), the process's mappings to stderr at the end.
+ * Meant for tests/bench/nullcuda.c (no driver work to trace). Two users: footprint.py traces it, and
+ * the Makefile's profile-guided build runs every mode to train the library's layout.
  * Build: gcc -O2 -no-pie -I$CUDA_HOME/include footprint_loop.c -lcuda
- * Usage: footprint_loop N d|h|p */
+ * Usage: footprint_loop N d|h|p|q|e */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define PAGEABLE_BUFFERS 1000
 
@@ -22,14 +26,20 @@ int main(int argc, char **argv)
     CUdevice dev;
     CUcontext ctx;
     CUstream s;
+    CUevent ev = NULL;
     void *pinned, *pageable[PAGEABLE_BUFFERS];
     CUdeviceptr d;
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx) ||
-        cuStreamCreate(&s, 0) || cuMemHostAlloc(&pinned, 1 << 20, 0) || cuMemAlloc(&d, 1 << 20)) {
+        cuStreamCreate(&s, 0) || cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) || cuMemHostAlloc(&pinned, 1 << 20, 0) || cuMemAlloc(&d, 1 << 20)) {
         fprintf(stderr, "footprint_loop: CUDA setup failed\n");
         return 1;
     }
-    for (int i = 0; mode == 'p' && i < PAGEABLE_BUFFERS; i++)
+    if (!strchr("dhpqe", mode) || n < 0) {
+        fprintf(stderr, "footprint_loop: usage: footprint_loop N d|h|p|q|e, not %s %s\n", argc > 1 ? argv[1] : "",
+                argc > 2 ? argv[2] : "");
+        return 2;
+    }
+    for (int i = 0; (mode == 'p' || mode == 'q') && i < PAGEABLE_BUFFERS; i++)
         if (!(pageable[i] = calloc(1, 4096)))
             return 1;
     for (int i = 0; i < n; i++) {
@@ -38,6 +48,12 @@ int main(int argc, char **argv)
             cuMemcpyHtoDAsync(d, pageable[i % PAGEABLE_BUFFERS], 4096, s);
         } else if (mode == 'h') {
             cuMemcpyHtoDAsync(d, pinned, 4096, s);
+        } else if (mode == 'q') {
+            cuMemcpyDtoHAsync(pageable[i % PAGEABLE_BUFFERS], d, 4096, s);
+            cuStreamSynchronize(s);
+        } else if (mode == 'e') {
+            cuEventRecord(ev, s);
+            cuEventQuery(ev);
         } else {
             cuMemcpyDtoHAsync(pinned, d, 4, s);
             cuStreamSynchronize(s);
