@@ -59,7 +59,7 @@ $(BUILD)/gen/presets.c: $(PRESETS) scripts/embed-presets.sh
 	sh scripts/embed-presets.sh $(PRESETS) > $@
 
 ifeq ($(PGO),on)
-PGO_USE   := -fprofile-use -fprofile-partial-training -Wno-missing-profile
+PGO_USE   := -fprofile-use -fprofile-partial-training
 PGO_STAMP := $(BUILD)/pgo/trained
 endif
 

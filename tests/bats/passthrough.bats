@@ -176,6 +176,33 @@ PY
     [[ "$output" == *"invalid choice: 'x'"* ]]
 }
 
+@test "the library is built from a profile of its hot loops; PGO=off builds it without one; a failed training is named" {
+    echo 'int main(void){return 0;}' | "${CC:-cc}" -fprofile-use -fprofile-partial-training -x c - -o /dev/null 2>/dev/null ||
+        skip "this compiler cannot build from a profile (gcc 10 or later can)"
+    # make's library: trained, the profiles of the hot paths' sources written where their objects
+    # were compiled (a file of data alone has none), the objects compiled from them
+    [ -f "$ROOT/build/pgo/trained" ]
+    for src in interpose/driver_wrappers copy/copy_entry copy/copy copy/sync_entry hostmem/memkind \
+        hostmem/plain_pages observe/stats observe/ctxdev stage/stage; do
+        [ -s "$ROOT/build/obj/shim/$src.gcda" ] || { echo "no profile for shim/$src.c"; false; }
+    done
+    readelf --debug-dump=info "$SHIM" | grep DW_AT_producer >"$WORK/producers"
+    grep -q -- '-fprofile-use' "$WORK/producers"
+    # PGO=off: one build, no profile
+    make -s -C "$ROOT" BUILD="$WORK/plain" PGO=off "$WORK/plain/libpinshim.so" >"$WORK/plain.out" 2>&1 ||
+        { cat "$WORK/plain.out"; false; }
+    readelf --debug-dump=info "$WORK/plain/libpinshim.so" | grep DW_AT_producer >"$WORK/plain.producers"
+    [ -s "$WORK/plain.producers" ]
+    ! grep -q -- '-fprofile' "$WORK/plain.producers"
+    [ ! -e "$WORK/plain/pgo" ]
+    # a training that fails stops the build, naming the mode and what the loop said
+    run make -s -C "$ROOT" BUILD="$WORK/bad" PGO_MODES=x "$WORK/bad/libpinshim.so"
+    [ "$status" != 0 ]
+    [[ "$output" == *"profile training failed in mode x (make PGO=off builds without it):"* ]]
+    [[ "$output" == *"footprint_loop: usage: footprint_loop N d|h|p|q|e, not 20000 x"* ]]
+    [ ! -e "$WORK/bad/libpinshim.so" ]
+}
+
 @test "the library links neither libcuda nor libcudart and exports only its interface" {
     run readelf -d "$SHIM"
     [ "$status" = 0 ]
