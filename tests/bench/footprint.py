@@ -5,14 +5,15 @@ and which of the shim's functions and variables they belong to: the shim's footp
 in a large program (PyTorch) has left the caches by the next call (issue #12; README, "Real-workload
 benchmarks"). Deterministic, CPU only: it runs tests/bench/footprint_loop.c on the null driver
 (tests/bench/nullcuda.c) under valgrind's lackey, which prints every access, and counts the lines
-between two of the loop's marker stores, averaged over the last third of the iterations (mode p: the
+between two of the loop's marker stores, averaged over the last third of the iterations (modes p and q: the
 last of three passes over its 1000 buffers; the first pass sees each page first); then the lines
 those iterations touch together (what a cache that kept them would hold: a table read one line per
 copy can still spread over many). Needs valgrind, nm and gcc; without valgrind it says so, exit 0.
-Usage: python3 tests/bench/footprint.py [--lib build/libpinshim.so|none] [--mode d|h|p] [--iterations N]
+Usage: python3 tests/bench/footprint.py [--lib build/libpinshim.so|none] [--mode d|h|p|q|e] [--iterations N]
   --lib none: the same loop without the shim (what the program and the driver touch alone)
   d: 4-byte D2H into pinned + stream sync (default); h: 4 KiB H2D from pinned, async;
-  p: 4 KiB H2D from the next of 1000 malloc'd buffers, async (default 3000 iterations, else 40)
+  p: 4 KiB H2D from the next of 1000 malloc'd buffers, async; q: 4 KiB D2H into the next of them
+  + stream sync (p and q: default 3000 iterations, else 40); e: an event record + query
 Never asserts anything about the counts."""
 import argparse
 import bisect
@@ -78,15 +79,15 @@ def trace(loop, iterations, mode, env, info):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lib", default=os.path.join(HERE, "..", "..", "build", "libpinshim.so"))
-    p.add_argument("--mode", choices=("d", "h", "p"), default="d")
+    p.add_argument("--mode", choices=("d", "h", "p", "q", "e"), default="d")
     p.add_argument("--iterations", type=int)
     args = p.parse_args()
     lib = None if args.lib == "none" else os.path.abspath(args.lib)
-    n = args.iterations or (3 * PAGEABLE_BUFFERS if args.mode == "p" else 40)
-    least = 3 * PAGEABLE_BUFFERS if args.mode == "p" else 6
+    n = args.iterations or (3 * PAGEABLE_BUFFERS if args.mode in "pq" else 40)
+    least = 3 * PAGEABLE_BUFFERS if args.mode in "pq" else 6
     if n < least:
         p.error("--iterations %d: expected %d or more for mode %s (the last third is averaged%s)" %
-                (n, least, args.mode, ": past two passes over the 1000 buffers" if args.mode == "p" else ""))
+                (n, least, args.mode, ": past two passes over the 1000 buffers" if args.mode in "pq" else ""))
     if lib and not os.path.isfile(lib):
         p.error("--lib %s: no such file (make build/libpinshim.so first)" % lib)
     if not shutil.which("valgrind"):
