@@ -5,7 +5,8 @@
  * device count, the counters and the clock, in one line where they were in a dozen.
  * Contract: written rarely (at load, by the benchmark switch, at a registration made or dropped, at
  * the first call, when the clock is chosen and calibrated, at each change of the host memory tables:
- * pinned ranges, unmappings, tracked allocations) by the layer that owns each word, always
+ * pinned ranges, unmappings, tracked allocations; at the first pageable copy) by the layer that owns
+ * each word, always
  * with relaxed atomics; read with relaxed loads from any thread. A reader may see a change late, as
  * it would a plain flag. */
 #ifndef PINSHIM_GATE_H
@@ -31,6 +32,8 @@ struct pinshim_gate {
     uint64_t small_below;  /* a copy below this many bytes is too small to stage (copy/copy.h) */
     uint64_t ns_per_tick_q32; /* base/clock.h: nanoseconds per tick << 32, once calibrated (0 before) */
     uint64_t plain_pages;     /* the generation of hostmem/plain_pages.c's memo: host tables' changes */
+    uint8_t small_unstaged;   /* why a pageable copy too small to stage is not staged: enum unstaged_reason */
+    bool prewarm_pending;     /* the next pageable copy starts the staging pool (stage/stage.c) */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct pinshim_gate) == 64, "the gate is one cache line");

@@ -44,6 +44,10 @@ static void open_gate(void)
     __atomic_store_n(&pinshim_gate.small_below, h2d < d2h ? h2d : d2h, __ATOMIC_RELAXED);
     __atomic_store_n(&pinshim_gate.observing, pinshim_policy.intercept, __ATOMIC_RELAXED);
     __atomic_store_n(&pinshim_gate.sync_adaptive, pinshim_policy.sync_timing == SYNC_TIMING_ADAPTIVE, __ATOMIC_RELAXED);
+    __atomic_store_n(&pinshim_gate.small_unstaged, pinshim_policy.stage ? UNSTAGED_SMALL : UNSTAGED_DISABLED,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&pinshim_gate.prewarm_pending,
+                     pinshim_policy.stage && pinshim_policy.pool_prewarm != POOL_PREWARM_OFF, __ATOMIC_RELAXED);
 }
 
 static void on_fork_child(void)

@@ -5,6 +5,7 @@
 
 #include "base/common.h"
 #include "base/driver.h"
+#include "base/gate.h"
 #include "base/real.h"
 #include "hostmem/hugepage.h"
 #include "hostmem/recycle.h"
@@ -20,7 +21,11 @@ typedef CUresult (*fn_dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
 
 static bool forked_child;
 
-void stage_forget(void) { forked_child = true; }
+void stage_forget(void)
+{
+    forked_child = true;
+    __atomic_store_n(&pinshim_gate.prewarm_pending, false, __ATOMIC_RELAXED); /* no CUDA in a forked child */
+}
 
 void stage_context_retained(CUdevice dev)
 {
@@ -29,17 +34,22 @@ void stage_context_retained(CUdevice dev)
 }
 
 /* A pageable copy's share of the pool's start (pool_prewarm = copy, or a program that made no
- * primary context): the first one asks for the first slab. */
+ * primary context): the first one asks for the first slab. Whether that is still to do, and why a
+ * small copy is not staged, are words of the gate (set from the policy at load): the copies after
+ * the first read neither the policy nor the pool. */
 static void prewarm_at_copy(void)
 {
-    if (pinshim_policy.stage && pinshim_policy.pool_prewarm != POOL_PREWARM_OFF && !forked_child)
+    if (PINSHIM_LIKELY(!__atomic_load_n(&pinshim_gate.prewarm_pending, __ATOMIC_RELAXED)))
+        return;
+    __atomic_store_n(&pinshim_gate.prewarm_pending, false, __ATOMIC_RELAXED);
+    if (!forked_child)
         pool_prewarm(-1);
 }
 
 PINSHIM_HOT enum unstaged_reason stage_small_copy(void)
 {
     prewarm_at_copy();
-    return pinshim_policy.stage ? UNSTAGED_SMALL : UNSTAGED_DISABLED;
+    return (enum unstaged_reason)__atomic_load_n(&pinshim_gate.small_unstaged, __ATOMIC_RELAXED);
 }
 
 PINSHIM_HOT bool stage_wanted(struct copy *c)
