@@ -32,7 +32,8 @@ struct pinshim_gate {
     uint64_t small_below;  /* a copy below this many bytes is too small to stage (copy/copy.h) */
     uint64_t ns_per_tick_q32; /* base/clock.h: nanoseconds per tick << 32, once calibrated (0 before) */
     uint64_t plain_pages;     /* the generation of hostmem/plain_pages.c's memo: host tables' changes */
-    uint8_t small_unstaged;   /* why a pageable copy too small to stage is not staged: enum unstaged_reason */
+    uint8_t small_unstaged;   /* why a pageable copy too small to stage is not staged: enum unstaged_reason
+                               * (the stats read it back for the copies they count in one cell) */
     bool prewarm_pending;     /* the next pageable copy starts the staging pool (stage/stage.c) */
 } __attribute__((aligned(64)));
 

@@ -115,16 +115,13 @@ PINSHIM_HOT void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size
         stats_add_transfer(ctxdev_current(), dir, k, bytes, ACTION_PASS, host_ns);
 }
 
-PINSHIM_HOT void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, enum unstaged_reason why,
-                                           CUresult result, uint64_t host_ns)
+PINSHIM_HOT void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, CUresult result,
+                                           uint64_t host_ns)
 {
-    if (result != CUDA_SUCCESS) {
+    if (result != CUDA_SUCCESS)
         stats_add_failed_copy();
-        return;
-    }
-    stats_add_transfer(ctxdev_current(), dir, KIND_PAGEABLE, bytes, ACTION_PASS, host_ns);
-    stats_add_unstaged(why, bytes);
-    advice_add_pageable(dir, async, bytes, host_ns);
+    else
+        stats_add_small_pageable(ctxdev_current(), dir, async, bytes, host_ns);
 }
 
 /* The counters every finished copy feeds, whichever path it took: one transfer, or one failed copy.

@@ -58,9 +58,8 @@ enum host_path copy_host_path(uintptr_t host, size_t bytes, enum host_kind *kind
 /* Counts a HOST_OWN_PINNED copy, as copy_record_counted() would have its description. */
 void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size_t bytes, CUresult result, uint64_t host_ns);
 
-/* Counts a HOST_SMALL_PAGEABLE copy (why: stage_small_copy()'s answer), as copy_record_counted()
- * would have its description. */
-void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, enum unstaged_reason why,
-                               CUresult result, uint64_t host_ns);
+/* Counts a HOST_SMALL_PAGEABLE copy, as copy_record_counted() would have its description (in the
+ * stats' one cell for such copies, observe/stats.h). */
+void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, CUresult result, uint64_t host_ns);
 
 #endif

@@ -159,10 +159,10 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
                 return result;                                                                      \
             }                                                                                       \
             if (path_ == HOST_SMALL_PAGEABLE) {                                                     \
-                enum unstaged_reason why_ = stage_small_copy();                                     \
+                stage_small_copy(); /* the first may start the pool */                              \
                 uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
                 result = real(SHAPE_ARGS(shape));                                                   \
-                copy_count_small_pageable(h2d_ ? DIR_H2D : DIR_D2H, async, bytes, why_, result,     \
+                copy_count_small_pageable(h2d_ ? DIR_H2D : DIR_D2H, async, bytes, result,           \
                                           pinshim_ticks_weighted(t0_, w_));                         \
                 return result;                                                                      \
             }                                                                                       \

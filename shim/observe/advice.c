@@ -31,19 +31,25 @@ static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
 
 static int side_of(enum copy_dir dir) { return dir == DIR_H2D ? SIDE_H2D : dir == DIR_D2H ? SIDE_D2H : -1; }
 
+/* A pageable class's copies on one side: those counted here, and the small ones the counted
+ * shortcut counted in the stats' one cell (stats_add_small_pageable). */
+static void class_totals(int side, int cls, uint64_t *count, uint64_t *bytes, uint64_t *ns)
+{
+    stats_small_pageable(side == SIDE_H2D ? DIR_H2D : DIR_D2H, cls == CLASS_PAGEABLE_ASYNC, count, bytes, ns);
+    const struct cell *c = &copies[side][cls];
+    *count += get(&c->count);
+    *bytes += get(&c->bytes);
+    *ns += get(&c->ns);
+}
+
 PINSHIM_HOT void advice_add_copy(const struct copy *c, uint64_t host_ns)
 {
     int side = side_of(c->dir);
     /* a staged copy did not take the driver's pageable path: it says nothing about pinning */
     if (side < 0 || c->host_kind != KIND_PAGEABLE || c->action != ACTION_PASS)
         return;
-    advice_add_pageable(c->dir, c->async, c->bytes, host_ns);
-}
-
-PINSHIM_HOT void advice_add_pageable(enum copy_dir dir, bool async, size_t bytes, uint64_t host_ns)
-{
-    struct cell *cell = &copies[side_of(dir)][async ? CLASS_PAGEABLE_ASYNC : CLASS_PAGEABLE_SYNC];
-    tally_add3(&cell->count, 1, bytes, host_ns);
+    struct cell *cell = &copies[side][c->async ? CLASS_PAGEABLE_ASYNC : CLASS_PAGEABLE_SYNC];
+    tally_add3(&cell->count, 1, c->bytes, host_ns);
 }
 
 void advice_add_device_time(enum copy_dir dir, enum host_kind kind, uint64_t bytes, uint64_t device_ns)
@@ -76,13 +82,11 @@ struct bandwidth {
 static void estimate_bandwidth(int side, struct bandwidth *bw)
 {
     static const char *names[SIDES] = {"h2d", "d2h"};
-    const struct cell *sync = &copies[side][CLASS_PAGEABLE_SYNC], *async = &copies[side][CLASS_PAGEABLE_ASYNC];
     const char *pageable_from = "sync";
-    uint64_t bytes = get(&sync->bytes), ns = get(&sync->ns), n = get(&sync->count);
+    uint64_t bytes, ns, n;
+    class_totals(side, CLASS_PAGEABLE_SYNC, &n, &bytes, &ns);
     if (!ns) {
-        bytes = get(&async->bytes);
-        ns = get(&async->ns);
-        n = get(&async->count);
+        class_totals(side, CLASS_PAGEABLE_ASYNC, &n, &bytes, &ns);
         pageable_from = "async";
     }
     bw->pageable = ns ? (double)bytes / (double)ns : 0;
@@ -299,11 +303,11 @@ static size_t compute(struct item *items, size_t max)
     for (size_t r = 0; r < sizeof class_rules / sizeof class_rules[0] && n < max; r++) {
         uint64_t count = 0, total = 0, ns = 0, bytes[SIDES], saving = 0;
         for (int s = 0; s < SIDES; s++) {
-            const struct cell *c = &copies[s][class_rules[r].cls];
-            count += get(&c->count);
-            bytes[s] = get(&c->bytes);
+            uint64_t side_count, side_ns;
+            class_totals(s, class_rules[r].cls, &side_count, &bytes[s], &side_ns);
+            count += side_count;
             total += bytes[s];
-            ns += get(&c->ns);
+            ns += side_ns;
             saving += saving_ns(&bw[s], bytes[s]);
         }
         if (!count)

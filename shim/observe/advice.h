@@ -25,8 +25,6 @@
 /* One successful copy (any kind; only host<->device copies of pageable memory the driver took are
  * kept: what the advice estimates pinning would save). */
 void advice_add_copy(const struct copy *c, uint64_t host_ns);
-/* The same for a pageable copy the driver took, not described (dir: DIR_H2D or DIR_D2H). */
-void advice_add_pageable(enum copy_dir dir, bool async, size_t bytes, uint64_t host_ns);
 
 /* A device-timed copy: its device duration (pinned/registered ones calibrate the pinned bandwidth). */
 void advice_add_device_time(enum copy_dir dir, enum host_kind kind, uint64_t bytes, uint64_t device_ns);

@@ -36,6 +36,11 @@ static uint64_t failed_copies TALLY;
  * locked. A forked child starts with fresh locks (stats_reset): a parent thread may have held one. */
 static pthread_mutex_t summary_lock = PTHREAD_MUTEX_INITIALIZER, record_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cell unstaged[UNSTAGED_COUNT] TALLY;
+/* stats_add_small_pageable's cells: device slot, direction (H2D, D2H), flavour (sync, async), size
+ * bucket. A small copy's one line where it was three (transfer, reason, advice); read_cell folds
+ * them into the transfer table, stats_unstaged and stats_small_pageable into the rest. */
+#define SMALL_DIRS 2
+static struct cell small_pageable[DEVICE_SLOTS][SMALL_DIRS][2][STATS_BUCKETS] TALLY;
 
 static void add(uint64_t *counter, uint64_t v) { tally_add(counter, v); }
 static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
@@ -59,6 +64,42 @@ PINSHIM_HOT void stats_add_transfer(int32_t device, enum copy_dir dir, enum host
 }
 
 void stats_add_failed_copy(void) { add(&failed_copies, 1); }
+
+PINSHIM_HOT void stats_add_small_pageable(int32_t device, enum copy_dir dir, bool async, size_t bytes,
+                                          uint64_t host_ns)
+{
+    unsigned slot = (uint32_t)device < STATS_DEVICES ? (unsigned)device : STATS_DEVICES;
+    tally_add3(&small_pageable[slot][dir == DIR_D2H][async][stats_bucket(bytes)].count, 1, bytes, host_ns);
+}
+
+/* Adds cell c's three counters to the sums. */
+static void sum_cell(const struct cell *c, uint64_t *count, uint64_t *bytes, uint64_t *host_ns)
+{
+    *count += get(&c->count);
+    *bytes += get(&c->bytes);
+    *host_ns += get(&c->host_ns);
+}
+
+void stats_small_pageable(enum copy_dir dir, bool async, uint64_t *count, uint64_t *bytes, uint64_t *host_ns)
+{
+    *count = *bytes = *host_ns = 0;
+    if (dir != DIR_H2D && dir != DIR_D2H)
+        return;
+    for (int v = 0; v < DEVICE_SLOTS; v++)
+        for (unsigned b = 0; b < STATS_BUCKETS; b++)
+            sum_cell(&small_pageable[v][dir == DIR_D2H][async][b], count, bytes, host_ns);
+}
+
+/* Transfer cell (v, dir, kind, bucket, action) with the small pageable copies it stands for. */
+static void read_cell(int v, int dir, int kind, unsigned bucket, int action, uint64_t *count, uint64_t *bytes,
+                      uint64_t *host_ns)
+{
+    *count = *bytes = *host_ns = 0;
+    sum_cell(&transfers[v][dir][kind][bucket][action], count, bytes, host_ns);
+    if (kind == KIND_PAGEABLE && action == ACTION_PASS && (dir == DIR_H2D || dir == DIR_D2H))
+        for (int async = 0; async < 2; async++)
+            sum_cell(&small_pageable[v][dir == DIR_D2H][async][bucket], count, bytes, host_ns);
+}
 
 PINSHIM_HOT void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
 {
@@ -90,6 +131,7 @@ void stats_reset(void)
     tally_zero(syncs, sizeof syncs);
     tally_zero(calls, sizeof calls);
     tally_zero(unstaged, sizeof unstaged);
+    tally_zero(small_pageable, sizeof small_pageable);
     tally_zero(&failed_copies, sizeof failed_copies);
     pinshim_gate.active = false;
 }
@@ -107,19 +149,17 @@ struct cell_row {
  * host kind, size bucket, action); *i moves past it. False when there is none left. */
 static bool next_row(int v, unsigned *i, struct cell_row *r)
 {
-    const struct cell *cells = &transfers[v][0][0][0][0];
     for (; *i < CELLS_PER_DEVICE; ++*i) {
-        const struct cell *c = &cells[*i];
-        if (!(r->count = get(&c->count)))
-            continue;
-        unsigned x = (*i)++;
-        r->bytes = get(&c->bytes);
-        r->host_ns = get(&c->host_ns);
+        unsigned x = *i;
         r->action = (int)(x % ACTION_COUNT), x /= ACTION_COUNT;
         r->bucket = x % STATS_BUCKETS, x /= STATS_BUCKETS;
         r->kind = (int)(x % KIND_COUNT), x /= KIND_COUNT;
         r->dir = (int)x;
-        return true;
+        read_cell(v, r->dir, r->kind, r->bucket, r->action, &r->count, &r->bytes, &r->host_ns);
+        if (r->count) {
+            ++*i;
+            return true;
+        }
     }
     return false;
 }
@@ -229,10 +269,11 @@ void stats_cell(enum copy_dir dir, enum host_kind kind, unsigned bucket, enum co
 {
     *count = *bytes = *host_ns = 0;
     for (int v = 0; v < DEVICE_SLOTS; v++) {
-        const struct cell *c = &transfers[v][dir][kind][bucket][action];
-        *count += get(&c->count);
-        *bytes += get(&c->bytes);
-        *host_ns += get(&c->host_ns);
+        uint64_t n, b, ns;
+        read_cell(v, dir, kind, bucket, action, &n, &b, &ns);
+        *count += n;
+        *bytes += b;
+        *host_ns += ns;
     }
 }
 
@@ -253,6 +294,15 @@ void stats_unstaged(enum unstaged_reason why, uint64_t *count, uint64_t *bytes)
 {
     *count = get(&unstaged[why].count);
     *bytes = get(&unstaged[why].bytes);
+    if (why != (enum unstaged_reason)__atomic_load_n(&pinshim_gate.small_unstaged, __ATOMIC_RELAXED))
+        return;
+    for (int dir = DIR_H2D; dir <= DIR_D2H; dir++)
+        for (int async = 0; async < 2; async++) {
+            uint64_t n, b, ns;
+            stats_small_pageable((enum copy_dir)dir, async, &n, &b, &ns);
+            *count += n;
+            *bytes += b;
+        }
 }
 
 /* --- the sections layers above add to the summary --- */

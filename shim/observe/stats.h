@@ -35,6 +35,15 @@ void stats_cell(enum copy_dir dir, enum host_kind kind, unsigned bucket, enum co
                 uint64_t *bytes, uint64_t *host_ns);
 void stats_add_failed_copy(void);
 void stats_add_unstaged(enum unstaged_reason why, size_t bytes);
+
+/* A pageable copy too small to stage, passed with nothing following it (copy/copy.c's counted
+ * shortcut), counted in one cell rather than three: read back as a transfer (pageable, passed), as
+ * passed for the gate's small_unstaged reason (stats_unstaged) and in the advice's pageable class
+ * of its direction and flavour (stats_small_pageable). dir: DIR_H2D or DIR_D2H. */
+void stats_add_small_pageable(int32_t device, enum copy_dir dir, bool async, size_t bytes, uint64_t host_ns);
+
+/* Those copies of one direction and flavour, over every device and size (observe/advice.c). */
+void stats_small_pageable(enum copy_dir dir, bool async, uint64_t *count, uint64_t *bytes, uint64_t *host_ns);
 /* One synchronization call; timed: 1 when its time was read (host_ns is then its time times its
  * weight, base/clock.h), 0 when not (host_ns 0). */
 void stats_add_sync(enum driver_entry_id entry, uint64_t timed, uint64_t host_ns);

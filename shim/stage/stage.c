@@ -34,9 +34,9 @@ void stage_context_retained(CUdevice dev)
 }
 
 /* A pageable copy's share of the pool's start (pool_prewarm = copy, or a program that made no
- * primary context): the first one asks for the first slab. Whether that is still to do, and why a
- * small copy is not staged, are words of the gate (set from the policy at load): the copies after
- * the first read neither the policy nor the pool. */
+ * primary context): the first one asks for the first slab. Whether that is still to do is a word
+ * of the gate (set from the policy at load): the copies after the first read neither the policy
+ * nor the pool. */
 static void prewarm_at_copy(void)
 {
     if (PINSHIM_LIKELY(!__atomic_load_n(&pinshim_gate.prewarm_pending, __ATOMIC_RELAXED)))
@@ -46,11 +46,7 @@ static void prewarm_at_copy(void)
         pool_prewarm(-1);
 }
 
-PINSHIM_HOT enum unstaged_reason stage_small_copy(void)
-{
-    prewarm_at_copy();
-    return (enum unstaged_reason)__atomic_load_n(&pinshim_gate.small_unstaged, __ATOMIC_RELAXED);
-}
+PINSHIM_HOT void stage_small_copy(void) { prewarm_at_copy(); }
 
 PINSHIM_HOT bool stage_wanted(struct copy *c)
 {

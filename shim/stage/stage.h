@@ -19,9 +19,10 @@
 bool stage_wanted(struct copy *c);
 
 /* What stage_wanted() does for a pageable host<->device copy too small for either threshold,
- * without its description: the first such copy may start the pool (pool_prewarm); returns why it
- * is not staged (UNSTAGED_SMALL, or UNSTAGED_DISABLED with stage = off). */
-enum unstaged_reason stage_small_copy(void);
+ * without its description: the first such copy may start the pool (pool_prewarm). Why it is not
+ * staged (UNSTAGED_SMALL, or UNSTAGED_DISABLED with stage = off) is the gate's small_unstaged,
+ * which the stats read back for every such copy (observe/stats.h, stats_add_small_pageable). */
+void stage_small_copy(void);
 
 /* The program retained dev's primary context: with pool_prewarm = context, the pool's first slab
  * is made in the background now (once per process), before the program's first copy. */
