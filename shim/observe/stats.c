@@ -37,7 +37,7 @@ static uint64_t failed_copies TALLY;
 static pthread_mutex_t summary_lock = PTHREAD_MUTEX_INITIALIZER, record_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cell unstaged[UNSTAGED_COUNT] TALLY;
 /* stats_add_small_pageable's cells: device slot, direction (H2D, D2H), flavour (sync, async), size
- * bucket. A small copy's one line where it was three (transfer, reason, advice); read_cell folds
+ * bucket. A small copy's one line where it was three (transfer, reason, advice); sum_transfer_cell folds
  * them into the transfer table, stats_unstaged and stats_small_pageable into the rest. */
 #define SMALL_DIRS 2
 static struct cell small_pageable[DEVICE_SLOTS][SMALL_DIRS][2][STATS_BUCKETS] TALLY;
@@ -72,10 +72,13 @@ PINSHIM_HOT void stats_add_small_pageable(int32_t device, enum copy_dir dir, boo
     tally_add3(&small_pageable[slot][dir == DIR_D2H][async][stats_bucket(bytes)].count, 1, bytes, host_ns);
 }
 
-/* Adds cell c's three counters to the sums. */
+/* Adds cell c's three counters to the sums (an empty cell costs one read: a summary reads them all). */
 static void sum_cell(const struct cell *c, uint64_t *count, uint64_t *bytes, uint64_t *host_ns)
 {
-    *count += get(&c->count);
+    uint64_t n = get(&c->count);
+    if (!n)
+        return;
+    *count += n;
     *bytes += get(&c->bytes);
     *host_ns += get(&c->host_ns);
 }
@@ -90,11 +93,11 @@ void stats_small_pageable(enum copy_dir dir, bool async, uint64_t *count, uint64
             sum_cell(&small_pageable[v][dir == DIR_D2H][async][b], count, bytes, host_ns);
 }
 
-/* Transfer cell (v, dir, kind, bucket, action) with the small pageable copies it stands for. */
-static void read_cell(int v, int dir, int kind, unsigned bucket, int action, uint64_t *count, uint64_t *bytes,
-                      uint64_t *host_ns)
+/* Adds transfer cell (v, dir, kind, bucket, action) to the sums, with the small pageable copies it
+ * stands for. */
+static void sum_transfer_cell(int v, int dir, int kind, unsigned bucket, int action, uint64_t *count,
+                              uint64_t *bytes, uint64_t *host_ns)
 {
-    *count = *bytes = *host_ns = 0;
     sum_cell(&transfers[v][dir][kind][bucket][action], count, bytes, host_ns);
     if (kind == KIND_PAGEABLE && action == ACTION_PASS && (dir == DIR_H2D || dir == DIR_D2H))
         for (int async = 0; async < 2; async++)
@@ -155,7 +158,8 @@ static bool next_row(int v, unsigned *i, struct cell_row *r)
         r->bucket = x % STATS_BUCKETS, x /= STATS_BUCKETS;
         r->kind = (int)(x % KIND_COUNT), x /= KIND_COUNT;
         r->dir = (int)x;
-        read_cell(v, r->dir, r->kind, r->bucket, r->action, &r->count, &r->bytes, &r->host_ns);
+        r->count = r->bytes = r->host_ns = 0;
+        sum_transfer_cell(v, r->dir, r->kind, r->bucket, r->action, &r->count, &r->bytes, &r->host_ns);
         if (r->count) {
             ++*i;
             return true;
@@ -268,13 +272,8 @@ void stats_cell(enum copy_dir dir, enum host_kind kind, unsigned bucket, enum co
                 uint64_t *bytes, uint64_t *host_ns)
 {
     *count = *bytes = *host_ns = 0;
-    for (int v = 0; v < DEVICE_SLOTS; v++) {
-        uint64_t n, b, ns;
-        read_cell(v, dir, kind, bucket, action, &n, &b, &ns);
-        *count += n;
-        *bytes += b;
-        *host_ns += ns;
-    }
+    for (int v = 0; v < DEVICE_SLOTS; v++)
+        sum_transfer_cell(v, dir, kind, bucket, action, count, bytes, host_ns);
 }
 
 /* The device slots that counted a copy: a bit each. */

@@ -29,15 +29,16 @@ int main(int argc, char **argv)
     CUevent ev = NULL;
     void *pinned, *pageable[PAGEABLE_BUFFERS];
     CUdeviceptr d;
-    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx) ||
-        cuStreamCreate(&s, 0) || cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) || cuMemHostAlloc(&pinned, 1 << 20, 0) || cuMemAlloc(&d, 1 << 20)) {
-        fprintf(stderr, "footprint_loop: CUDA setup failed\n");
-        return 1;
-    }
-    if (!strchr("dhpqe", mode) || n < 0) {
+    if (!mode || !strchr("dhpqe", mode) || n < 0) {
         fprintf(stderr, "footprint_loop: usage: footprint_loop N d|h|p|q|e, not %s %s\n", argc > 1 ? argv[1] : "",
                 argc > 2 ? argv[2] : "");
         return 2;
+    }
+    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx) ||
+        cuStreamCreate(&s, 0) || cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) ||
+        cuMemHostAlloc(&pinned, 1 << 20, 0) || cuMemAlloc(&d, 1 << 20)) {
+        fprintf(stderr, "footprint_loop: CUDA setup failed\n");
+        return 1;
     }
     for (int i = 0; (mode == 'p' || mode == 'q') && i < PAGEABLE_BUFFERS; i++)
         if (!(pageable[i] = calloc(1, 4096)))
