@@ -43,6 +43,12 @@ static struct cell unstaged[UNSTAGED_COUNT] TALLY;
 static struct cell small_pageable[DEVICE_SLOTS][SMALL_DIRS][2][STATS_BUCKETS] TALLY;
 
 static void add(uint64_t *counter, uint64_t v) { tally_add(counter, v); }
+
+/* The device slot of an ordinal: the last slot for an unknown one (-1) or one past STATS_DEVICES. */
+static unsigned device_slot(int32_t device)
+{
+    return (uint32_t)device < STATS_DEVICES ? (unsigned)device : STATS_DEVICES;
+}
 static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
 
 PINSHIM_HOT unsigned stats_bucket(size_t bytes)
@@ -59,8 +65,7 @@ uint64_t stats_bucket_min(unsigned bucket) { return bucket == 0 ? 0 : 4096ull <<
 PINSHIM_HOT void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
                         enum copy_action action, uint64_t host_ns)
 {
-    unsigned slot = (uint32_t)device < STATS_DEVICES ? (unsigned)device : STATS_DEVICES;
-    tally_add3(&transfers[slot][dir][kind][stats_bucket(bytes)][action].count, 1, bytes, host_ns);
+    tally_add3(&transfers[device_slot(device)][dir][kind][stats_bucket(bytes)][action].count, 1, bytes, host_ns);
 }
 
 void stats_add_failed_copy(void) { add(&failed_copies, 1); }
@@ -68,8 +73,7 @@ void stats_add_failed_copy(void) { add(&failed_copies, 1); }
 PINSHIM_HOT void stats_add_small_pageable(int32_t device, enum copy_dir dir, bool async, size_t bytes,
                                           uint64_t host_ns)
 {
-    unsigned slot = (uint32_t)device < STATS_DEVICES ? (unsigned)device : STATS_DEVICES;
-    tally_add3(&small_pageable[slot][dir == DIR_D2H][async][stats_bucket(bytes)].count, 1, bytes, host_ns);
+    tally_add3(&small_pageable[device_slot(device)][dir == DIR_D2H][async][stats_bucket(bytes)].count, 1, bytes, host_ns);
 }
 
 /* Adds cell c's three counters to the sums (an empty cell costs one read: a summary reads them all). */

@@ -5,11 +5,12 @@ and which of the shim's functions and variables they belong to: the shim's footp
 in a large program (PyTorch) has left the caches by the next call (issue #12; README, "Real-workload
 benchmarks"). Deterministic, CPU only: it runs tests/bench/footprint_loop.c on the null driver
 (tests/bench/nullcuda.c) under valgrind's lackey, which prints every access, and counts the lines
-between two of the loop's marker stores, averaged over the last third of the iterations (modes p and q: the
-last of three passes over its 1000 buffers; the first pass sees each page first); then the lines
+between two of the loop's marker stores, averaged over the last third of the iterations (modes p
+and q: the last of three passes over its 1000 buffers; the first pass sees each page first); then the lines
 those iterations touch together (what a cache that kept them would hold: a table read one line per
 copy can still spread over many). Needs valgrind, nm and gcc; without valgrind it says so, exit 0.
-Usage: python3 tests/bench/footprint.py [--lib build/libpinshim.so|none] [--mode d|h|p|q|e] [--iterations N]
+Usage: python3 tests/bench/footprint.py [--lib build/libpinshim.so|none] [--mode d|h|p|q|e]
+                                       [--iterations N]
   --lib none: the same loop without the shim (what the program and the driver touch alone)
   d: 4-byte D2H into pinned + stream sync (default); h: 4 KiB H2D from pinned, async;
   p: 4 KiB H2D from the next of 1000 malloc'd buffers, async; q: 4 KiB D2H into the next of them
@@ -72,7 +73,8 @@ def trace(loop, iterations, mode, env, info):
             elif current is not None:
                 current.setdefault((kind == "I", addr >> 6), set()).add(addr)
     if proc.wait() != 0:
-        sys.exit("footprint.py: the loop failed under valgrind (exit status %d); its output: %s" % (proc.returncode, info))
+        sys.exit("footprint.py: the loop failed under valgrind (exit status %d); its output: %s" %
+                 (proc.returncode, info))
     return done
 
 

@@ -76,9 +76,9 @@ def load_folder(folder):
 
 
 def merge(folders):
-    """{"header": the first folder's header lines (with the number of instances when they differ), "runs": every run with pairs numbered on,
-    "inprocess": pooled rows, problems and samples (None when no folder measured them), "notes":
-    what the reader should know, "folders": [(folder, pairs)]}."""
+    """{"header": the first folder's header lines (with the number of instances when they differ),
+    "runs": every run with pairs numbered on, "inprocess": pooled rows, problems and samples (None
+    when no folder measured them), "notes": what the reader should know, "folders": [(folder, pairs)]}."""
     merged = {"runs": [], "notes": [], "folders": [], "inprocess": None}
     first_id = None
     samples, problems, pooled_from = {}, [], 0
