@@ -81,7 +81,7 @@ $(BUILD)/pgo/libpinshim.so: $(PGO_GEN_OBJ) | $(PGO_PLAIN_OBJ)
 
 # The training: every mode of footprint_loop, in a clean environment (the defaults), the profiles
 # of an earlier training removed first (a run adds to what it finds). A failure shows its log.
-PGO_MODES := d h p q e
+PGO_MODES := d h p q e f
 $(BUILD)/pgo/trained: $(BUILD)/pgo/libpinshim.so tests/bench/footprint_loop.c tests/bench/nullcuda.c
 	@mkdir -p $(BUILD)/pgo/null
 	$(CC) -O2 -shared -fPIC tests/bench/nullcuda.c -o $(BUILD)/pgo/null/libcuda.so.1

@@ -3,19 +3,23 @@
  * cuMemcpyHtoDAsync from pinned memory (mode h), a 4 KiB cuMemcpyHtoDAsync from the next of 1000
  * malloc'd 4 KiB buffers, round the list (mode p, PyTorch's small CPU tensors
  * .to("cuda", non_blocking=True)), a 4 KiB cuMemcpyDtoHAsync into the next of them +
- * cuStreamSynchronize (mode q, a small tensor's .cpu()), or a cuEventRecord + cuEventQuery (mode e);
+ * cuStreamSynchronize (mode q, a small tensor's .cpu()), a cuEventRecord + cuEventQuery (mode e), or
+ * a fresh 1 MiB malloc, its first byte written, cuMemcpyHtoDAsync of all of it, cuStreamSynchronize
+ * and free (mode f: a CPU tensor made each step and copied, above the small copies' shortcut and
+ * below staging: a tracked allocation, a described copy passed to the driver);
  * each iteration opened by a store to `marker` (built without -pie, so that its address is the one
  * nm reads), the process's mappings to stderr at the end.
  * Meant for tests/bench/nullcuda.c (no driver work to trace). Two users: footprint.py traces it, and
  * the Makefile's profile-guided build runs every mode to train the library's layout.
  * Build: gcc -O2 -no-pie -I$CUDA_HOME/include footprint_loop.c -lcuda
- * Usage: footprint_loop N d|h|p|q|e */
+ * Usage: footprint_loop N d|h|p|q|e|f */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define PAGEABLE_BUFFERS 1000
+#define FRESH_BYTES (1 << 20)
 
 volatile long marker;
 
@@ -29,8 +33,8 @@ int main(int argc, char **argv)
     CUevent ev = NULL;
     void *pinned, *pageable[PAGEABLE_BUFFERS];
     CUdeviceptr d;
-    if (!mode || !strchr("dhpqe", mode) || n < 0) {
-        fprintf(stderr, "footprint_loop: usage: footprint_loop N d|h|p|q|e, not %s %s\n", argc > 1 ? argv[1] : "",
+    if (!mode || !strchr("dhpqef", mode) || n < 0) {
+        fprintf(stderr, "footprint_loop: usage: footprint_loop N d|h|p|q|e|f, not %s %s\n", argc > 1 ? argv[1] : "",
                 argc > 2 ? argv[2] : "");
         return 2;
     }
@@ -52,6 +56,14 @@ int main(int argc, char **argv)
         } else if (mode == 'q') {
             cuMemcpyDtoHAsync(pageable[i % PAGEABLE_BUFFERS], d, 4096, s);
             cuStreamSynchronize(s);
+        } else if (mode == 'f') {
+            char *fresh = malloc(FRESH_BYTES);
+            if (!fresh)
+                return 1;
+            fresh[0] = (char)i;
+            cuMemcpyHtoDAsync(d, fresh, FRESH_BYTES, s);
+            cuStreamSynchronize(s);
+            free(fresh);
         } else if (mode == 'e') {
             cuEventRecord(ev, s);
             cuEventQuery(ev);
