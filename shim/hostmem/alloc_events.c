@@ -11,11 +11,12 @@ uint16_t alloc_events_filter[ALLOC_EVENTS_FILTER_SLOTS]; /* how many watched bas
 
 static const struct alloc_subscriber *subscribers[ALLOC_EVENTS_MAX_SUBSCRIBERS];
 static unsigned subscriber_count;
+static bool allocations_paused;
 
 static void update_min_bytes(void)
 {
     size_t min = SIZE_MAX;
-    for (unsigned i = 0; i < subscriber_count; i++)
+    for (unsigned i = 0; i < subscriber_count && !__atomic_load_n(&allocations_paused, __ATOMIC_RELAXED); i++)
         if (subscribers[i]->min_bytes < min)
             min = subscribers[i]->min_bytes;
     __atomic_store_n(&alloc_events_min_bytes, min, __ATOMIC_RELEASE);
@@ -37,6 +38,12 @@ void alloc_events_unsubscribe(const struct alloc_subscriber *s)
         if (subscribers[i] != s)
             subscribers[out++] = subscribers[i];
     subscriber_count = out;
+    update_min_bytes();
+}
+
+void alloc_events_pause_allocations(bool paused)
+{
+    __atomic_store_n(&allocations_paused, paused, __ATOMIC_RELAXED);
     update_min_bytes();
 }
 

@@ -41,7 +41,12 @@ struct alloc_subscriber {
 bool alloc_events_subscribe(const struct alloc_subscriber *s);
 void alloc_events_unsubscribe(const struct alloc_subscriber *s);
 
-/* The smallest min_bytes of the subscribers (SIZE_MAX: none). Read by the hooks on every call. */
+/* The benchmark switch (interpose/api.c): while paused, no allocation is published (as if all were
+ * below every subscriber's min_bytes); frees, unmappings and the rest still are. Any thread. */
+void alloc_events_pause_allocations(bool paused);
+
+/* The smallest min_bytes of the subscribers (SIZE_MAX: none, or paused). Read by the hooks on every
+ * call. */
 extern size_t alloc_events_min_bytes;
 
 static inline bool alloc_events_wanted(size_t bytes)

@@ -7,6 +7,7 @@
 #include "base/common.h"
 #include "base/gate.h"
 #include "guard/guard.h"
+#include "hostmem/alloc_events.h"
 #include "hostmem/regcache.h"
 #include "observe/stats.h"
 #include "policy.h"
@@ -30,8 +31,10 @@ PINSHIM_EXPORT int pinshim_summary_write(int fd, int json)
 }
 
 /* For benchmarks only, not part of include/pinshim.h: 0 makes every wrapper forward its call
- * untouched (as with intercept off), 1 makes them observe again, so that one process can time the
- * same work both ways in alternating blocks, free of the process-to-process spread. Returns 0, or
+ * untouched (as with intercept off) and the allocation hooks track nothing new (as if every
+ * allocation were below track_min_bytes; frees of what is tracked are still seen), 1 makes them
+ * observe again, so that one process can time the same work both ways in alternating blocks,
+ * free of the process-to-process spread. Returns 0, or
  * -1 and changes nothing where forwarding would change what the program sees (the guard is on:
  * its protected pages would never be released; the registration cache holds registrations: their
  * async copies would no longer complete on return) or where the wrappers were never handed out
@@ -46,5 +49,6 @@ PINSHIM_EXPORT int pinshim_bench_observe(int on)
     if (!observing_at_start || (!on && (pinshim_policy.guard != GUARD_OFF || regcache_holds_any())))
         return -1;
     __atomic_store_n(&pinshim_gate.observing, on != 0, __ATOMIC_RELAXED);
+    alloc_events_pause_allocations(!on);
     return 0;
 }

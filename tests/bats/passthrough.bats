@@ -101,7 +101,7 @@ PY
     grep -qx 'h2d count 3 bytes 3000' "$WORK/shim.out"
 }
 
-@test "the benchmarks' switch: copies while forwarding are not counted; refused with the guard on, registrations held or interception off" {
+@test "the benchmarks' switch: copies while forwarding are not counted, nor allocations tracked; refused with the guard on, registrations held or interception off" {
     PINSHIM_SUMMARY=none run_app shim shim "$T/apiprog" bench
     show shim
     grep -qx 'observe(0) -> 0' "$WORK/shim.out"
@@ -113,6 +113,10 @@ PY
     PINSHIM_SUMMARY=json run_app shim shim "$T/apiprog" bench registered # a buffer the cache registered
     grep -qx 'observe(0) -> -1' "$WORK/shim.out"
     grep -q '"registrations":1,' "$WORK/shim.err"
+    PINSHIM_SUMMARY=json run_app shim shim "$T/apiprog" bench untracked # allocated while forwarding
+    show shim
+    grep -qx 'observe(1) -> 0' "$WORK/shim.out"
+    grep -q '"registrations":0,' "$WORK/shim.err"
     PINSHIM_INTERCEPT=off run_app shim shim "$T/apiprog" bench
     grep -qx 'observe(0) -> -1' "$WORK/shim.out"
     grep -qx 'observe(1) -> -1' "$WORK/shim.out"

@@ -3,13 +3,30 @@
  * apiprog bench: the benchmarks' switch instead (pinshim_bench_observe, outside pinshim.h): three
  * copies while forwarding, two while observing; prints what each switch returned and the counts.
  * apiprog bench registered: the same after copying a 4 MiB buffer often enough for the registration
- * cache to register it (the switch must then refuse to forward). */
+ * cache to register it (the switch must then refuse to forward).
+ * apiprog bench untracked: a 4 MiB buffer allocated while forwarding, then copied as often while
+ * observing: the switch paused tracking, so the cache never registers it. */
 #include "pinshim.h"
 #include "testutil.h"
 
 #include <stdbool.h>
 
 typedef int (*bench_observe_fn)(int);
+
+#define BIG (4u << 20)
+
+/* Copies the BIG bytes at `reused` 4 times: more than register_after by default. */
+static void copy_reused_buffer(struct test_driver *d, char *reused)
+{
+    CUdeviceptr dbig;
+    if (!reused)
+        exit(1);
+    memset(reused, 1, BIG);
+    CHECK(d->mem_alloc(&dbig, BIG));
+    for (int i = 0; i < 4; i++)
+        CHECK(d->htod(dbig, reused, BIG));
+    CHECK(d->mem_free(dbig));
+}
 
 int main(int argc, char **argv)
 {
@@ -29,24 +46,19 @@ int main(int argc, char **argv)
         bench_observe_fn observe = (bench_observe_fn)dlsym(RTLD_DEFAULT, "pinshim_bench_observe");
         if (!observe)
             return 1;
-        if (argc > 2 && strcmp(argv[2], "registered") == 0) {
-            size_t big = 4u << 20;
-            char *reused = malloc(big);
-            CUdeviceptr dbig;
-            if (!reused)
-                return 1;
-            memset(reused, 1, big);
-            CHECK(d.mem_alloc(&dbig, big));
-            for (int i = 0; i < 4; i++)
-                CHECK(d.htod(dbig, reused, big));
-            CHECK(d.mem_free(dbig));
-        }
+        bool registered = argc > 2 && strcmp(argv[2], "registered") == 0;
+        bool untracked = argc > 2 && strcmp(argv[2], "untracked") == 0;
+        if (registered)
+            copy_reused_buffer(&d, malloc(BIG));
         printf("observe(0) -> %d\n", observe(0));
+        char *made_forwarding = untracked ? malloc(BIG) : NULL;
         for (int i = 0; i < 3; i++)
             CHECK(d.htod(buf, host, sizeof host));
         printf("observe(1) -> %d\n", observe(1));
         for (int i = 0; i < 2; i++)
             CHECK(d.htod(buf, host, sizeof host));
+        if (untracked)
+            copy_reused_buffer(&d, made_forwarding);
     } else {
         for (int i = 0; i < 3; i++)
             CHECK(d.htod(buf, host, sizeof host));
