@@ -10,7 +10,11 @@ Workloads (ns per operation): x.item() of a 1-element tensor (with PyTorch 2.11 
 small block of its pinned host allocator and a stream sync); 1000 x 4 KB pageable tensors
 .to("cuda"), blocking and with non_blocking=True; the same from pinned memory with
 non_blocking=True (one async H2D each: the host allocator records no event per copy); an event
-record and query. (The kinds and calls as the shim's summary counted them on an H200, 2026-11-26.)
+record and query (the kinds and calls as the shim's summary counted them on an H200, 2026-11-26); a
+1 MiB CPU tensor made and copied .to("cuda") (above the small copies' shortcut, below staging: its
+allocation is tracked and the copy passed); one step of tests/bench/workloads/torch_train.py's MLP
+loop (one step per block). While forwarding, the switch also stops the allocation
+hooks from tracking new allocations, so the last two rows see their allocations' cost as well.
 
 Blocks are short (--ops operations each, default 100: about a millisecond): this host's CPU speed
 flips between two levels some 20 % apart every few tens of milliseconds (a pure-Python control
@@ -27,6 +31,8 @@ import json
 import statistics
 import sys
 import time
+
+FRESH_BYTES = 1 << 20
 
 
 def main():
@@ -49,10 +55,14 @@ def main():
     if not torch.cuda.is_available():
         return nothing_measured(args, "no GPU here")
     dev = "cuda:0"
+    sync = torch.cuda.synchronize
     x = torch.full((1,), 1.25, device=dev)
     small = [torch.full((1024,), float(i)) for i in range(1000)]
     pinned = list(torch.stack(small).pin_memory().unbind(0))
     ev = torch.cuda.Event()
+    base = torch.arange(FRESH_BYTES // 4, dtype=torch.float32)
+    fresh_ops = max(1, ops // 20)  # a 1 MiB copy takes some 20 times a small one
+    step = mlp_step(torch, dev)
 
     turn = [0]
 
@@ -62,51 +72,56 @@ def main():
         turn[0] = (start + ops) % len(tensors)
         return [tensors[(start + i) % len(tensors)] for i in range(ops)]
 
+    def timed(body, n):
+        """(seconds, n): body() timed from an idle device until its work has finished."""
+        sync()
+        t = time.perf_counter()
+        body()
+        sync()
+        return time.perf_counter() - t, n
+
     def item():
         for _ in range(ops):
             x.item()
-        return ops
 
     def copies(tensors, **kw):
         batch = next_slice(tensors)
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for tensor in batch:
-            tensor.to(dev, **kw)
-        torch.cuda.synchronize()
-        return time.perf_counter() - t
+        return lambda: [tensor.to(dev, **kw) for tensor in batch]
+
+    def fresh():
+        for i in range(fresh_ops):
+            (base + i).to(dev)  # a new 1 MiB CPU tensor each time, made and copied
 
     def events():
         for _ in range(ops):
             ev.record()
             ev.query()
-        return ops
 
     def control():
         """Pure Python, no CUDA: moves with the CPU's speed, never with the shim."""
         acc = 0
         for i in range(ops * 200):
             acc += i
-        return ops
 
-    def block(fn, on):
+    def block(run, on):
         """ns per operation of one block, observing (on) or forwarding."""
         if observe(1 if on else 0) != 0:
             sys.exit("inprocess_ab.py: the shim refused to switch (guard on, registrations held, or "
                      "PINSHIM_INTERCEPT=off): run it with the defaults")
-        if isinstance(fn, tuple):  # copies: timed inside, around the copies and their synchronize
-            return fn[0](fn[1], **fn[2]) / ops * 1e9
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        n = fn()
-        return (time.perf_counter() - t) / n * 1e9
+        seconds, n = run()
+        return seconds / n * 1e9
 
+    workloads = (("item", lambda: timed(item, ops)),
+                 ("4KB pageable", lambda: timed(copies(small), ops)),
+                 ("4KB pageable nb", lambda: timed(copies(small, non_blocking=True), ops)),
+                 ("4KB pinned nb", lambda: timed(copies(pinned, non_blocking=True), ops)),
+                 ("event record+query", lambda: timed(events, ops)),
+                 ("1MB fresh pageable", lambda: timed(fresh, fresh_ops)),
+                 ("MLP step", lambda: timed(step, 1)),
+                 ("control (no CUDA)", lambda: timed(control, ops)))
     print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
                                              "mean +- 2 se", "ratio"))
-    for name, fn in (("item", item), ("4KB pageable", (copies, small, {})),
-                     ("4KB pageable nb", (copies, small, {"non_blocking": True})),
-                     ("4KB pinned nb", (copies, pinned, {"non_blocking": True})), ("event record+query", events),
-                     ("control (no CUDA)", control)):
+    for name, fn in workloads:
         for _ in range(3):
             block(fn, True)
         fwd, obs, diffs = [], [], []
@@ -125,6 +140,26 @@ def main():
             print(json.dumps({"inprocess": name, "forward_ns": f, "observe_ns": o, "median_ns": statistics.median(diffs),
                               "q1_ns": q[0], "q3_ns": q[2], "mean_ns": statistics.fmean(diffs), "se_ns": se,
                               "groups": len(diffs), "ops": ops}), flush=True)
+
+
+def mlp_step(torch, dev):
+    """One step of tests/bench/workloads/torch_train.py's loop: a fresh pageable batch made on the CPU
+    (1 MiB of inputs, 2 KB of labels), copied, forward, backward, an SGD step, loss.item()."""
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
+                                torch.nn.ReLU(), torch.nn.Linear(2048, 10)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    gen = torch.Generator().manual_seed(1234)
+
+    def step():
+        x, y = torch.randn(256, 1024, generator=gen), torch.randint(0, 10, (256,), generator=gen)
+        loss = F.cross_entropy(model(x.to(dev)), y.to(dev))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss.item()
+    return step
 
 
 def nothing_measured(args, why):

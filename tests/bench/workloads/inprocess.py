@@ -33,6 +33,8 @@ ROWS = [
     ("4KB pageable nb", "torch: 4 KB pageable tensor .to(cuda, non_blocking)", "share"),
     ("4KB pinned nb", "torch: 4 KB pinned tensor .to(cuda, non_blocking)", "share"),
     ("event record+query", "torch: cuda.Event record + query", "share"),
+    ("1MB fresh pageable", "torch: a fresh 1 MiB CPU tensor made and .to(cuda)", "share"),
+    ("MLP step", "torch: MLP training step (torch_train.py's), fresh pageable batch", "share"),
     ("control (no CUDA)", "control: pure Python in the same blocks (should read 0)", "zero"),
     ("C loop", "C: 4-byte cuMemcpyDtoHAsync into pinned + cuStreamSynchronize", "ns"),
 ]
