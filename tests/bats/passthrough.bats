@@ -123,7 +123,7 @@ PY
     grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"
 }
 
-@test "observe_ab (the C loop, or small pageable copies, measured inside one process): groups and medians under the shim, nothing without it or with the guard" {
+@test "observe_ab (the C loop, small pageable copies or fresh 1 MiB ones, measured inside one process): groups and medians under the shim, nothing without it or with the guard" {
     gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"${CUDA_HOME:-/usr/local/cuda}/include" \
         "$ROOT/tests/bench/observe_ab.c" -o "$WORK/observe_ab" -ldl -lm
     run_app plain noshim "$WORK/observe_ab" 3 50
@@ -142,6 +142,13 @@ PY
     [ "$(cat "$WORK/pg.rc")" = 0 ]
     grep -qE '^median: .*2 groups of 4 x 50 iterations$' "$WORK/pg.out"
     grep -q '"dir":"h2d","host_kind":"pageable","bucket_min":4096,"count":250,' "$WORK/pg.err"
+    # fresh 1 MiB buffers: the warm-up and the observing blocks' 25 copies counted, and only their
+    # allocations tracked (forwarding pauses tracking)
+    PINSHIM_SUMMARY=json run_app fr shim "$WORK/observe_ab" 2 5 0 fresh
+    show fr
+    grep -qE '^median: .*2 groups of 4 x 5 iterations$' "$WORK/fr.out"
+    grep -q '"dir":"h2d","host_kind":"pageable","bucket_min":1048576,"count":25,' "$WORK/fr.err"
+    grep -q '"tracked_allocations":25,' "$WORK/fr.err"
     # with data and code evicted before each iteration (x86-64: the generated code runs)
     run_app pg shim "$WORK/observe_ab" 2 20 64 pageable 64
     [ "$(cat "$WORK/pg.rc")" = 0 ]
@@ -151,7 +158,7 @@ PY
     grep -q "argument 5 is 'many': expected a whole number" "$WORK/pg.err"
     run_app pg shim "$WORK/observe_ab" 2 50 0 sideways
     [ "$(cat "$WORK/pg.rc")" = 2 ]
-    grep -q "argument 4 is 'sideways': expected item or pageable" "$WORK/pg.err"
+    grep -q "argument 4 is 'sideways': expected item, pageable or fresh" "$WORK/pg.err"
     PINSHIM_GUARD=warn PINSHIM_SUMMARY=none run_app shim shim "$WORK/observe_ab" 3 50
     grep -q 'refused to switch.*nothing measured' "$WORK/shim.out"
     run_app shim shim "$WORK/observe_ab" 3 zero

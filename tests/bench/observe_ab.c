@@ -19,10 +19,14 @@
  * 4 KiB cuMemcpyHtoDAsync from the next of 1000 malloc'd 4 KiB buffers, round the list, as
  * PyTorch's 1000 small CPU tensors .to("cuda", non_blocking=True) (one such call per tensor), the
  * shim classifying a pageable page each time; the stream is synchronized after each block, untimed.
+ * Or `fresh`: a 1 MiB malloc, the buffer written whole (the program's work, untimed: it also
+ * leaves the shim's data cold), cuMemcpyHtoDAsync of all of it, cuStreamSynchronize and free, as
+ * a fresh CPU tensor copied each step (the allocation tracked, the copy described and passed);
+ * the malloc, and the copy through the free, are timed.
  * A fifth, code KiB, also runs that much generated code before each iteration (a chain of short
  * jumps, one per 16 bytes; x86-64 only), so that the shim's instructions start cold too: a
  * framework's own code between two calls evicts them as its data does (0, the default: none).
- * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB [item|pageable [code KiB]]]]]
+ * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB [item|pageable|fresh [code KiB]]]]]
  *        (default 20 2000 0 item 0)
  * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl -lm */
 #define _GNU_SOURCE
@@ -42,8 +46,9 @@ static bool evicting; /* data or code, before each iteration */
 
 #define PAGEABLE_BUFFERS 1000
 #define PAGEABLE_BYTES 4096
-static bool pageable_copies;             /* the iteration: pageable H2D copies, else the C loop */
-static void *pageable[PAGEABLE_BUFFERS]; /* their buffers */
+#define FRESH_BYTES (1 << 20)
+static enum { ITEM, PAGEABLE, FRESH } iteration; /* what one iteration does */
+static void *pageable[PAGEABLE_BUFFERS];         /* PAGEABLE's buffers */
 
 static void (*evict_code)(void); /* generated code, run before each iteration (NULL: none) */
 
@@ -77,7 +82,23 @@ static void (*code_to_evict(size_t kib))(void)
 #endif
 }
 
-/* One block: `iters` copies and syncs, ns per iteration. With eviction, only the calls are timed. */
+/* FRESH's iteration: ns in the malloc and in the copy, synchronize and free (not the writing). */
+static double fresh_copy(struct test_driver *d, CUdeviceptr dev, CUstream s, int i)
+{
+    double t0 = bench_ns(CLOCK_MONOTONIC);
+    unsigned char *buf = malloc(FRESH_BYTES);
+    double t1 = bench_ns(CLOCK_MONOTONIC);
+    if (!buf)
+        exit(1);
+    memset(buf, i, FRESH_BYTES);
+    double t2 = bench_ns(CLOCK_MONOTONIC);
+    CHECK(d->htod_async(dev, buf, FRESH_BYTES, s));
+    CHECK(d->stream_sync(s));
+    free(buf);
+    return t1 - t0 + bench_ns(CLOCK_MONOTONIC) - t2;
+}
+
+/* One block: `iters` iterations, ns per iteration. With eviction, only the calls are timed. */
 static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream s, int iters)
 {
     double total = 0, t0 = bench_ns(CLOCK_MONOTONIC);
@@ -86,7 +107,11 @@ static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream
             evict();
             t0 = bench_ns(CLOCK_MONOTONIC);
         }
-        if (pageable_copies) {
+        if (iteration == FRESH) {
+            total += fresh_copy(d, dev, s, i);
+            continue;
+        }
+        if (iteration == PAGEABLE) {
             CHECK(d->htod_async(dev, pageable[i % PAGEABLE_BUFFERS], PAGEABLE_BYTES, s));
         } else {
             CHECK(d->dtoh_async(host, dev, 4, s));
@@ -95,9 +120,9 @@ static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream
         if (evicting)
             total += bench_ns(CLOCK_MONOTONIC) - t0;
     }
-    if (!evicting)
+    if (!evicting && iteration != FRESH)
         total = bench_ns(CLOCK_MONOTONIC) - t0;
-    if (pageable_copies)
+    if (iteration == PAGEABLE)
         CHECK(d->stream_sync(s));
     return total / iters;
 }
@@ -124,10 +149,12 @@ int main(int argc, char **argv)
         if (!evict_buf)
             return 1;
     }
-    pageable_copies = argc > 4 && strcmp(argv[4], "pageable") == 0;
-    if (argc > 4 && !pageable_copies && strcmp(argv[4], "item") != 0) {
-        fprintf(stderr, "observe_ab: argument 4 is '%s': expected item or pageable\n", argv[4]);
-        return 2;
+    if (argc > 4 && strcmp(argv[4], "item") != 0) {
+        if (strcmp(argv[4], "pageable") != 0 && strcmp(argv[4], "fresh") != 0) {
+            fprintf(stderr, "observe_ab: argument 4 is '%s': expected item, pageable or fresh\n", argv[4]);
+            return 2;
+        }
+        iteration = argv[4][0] == 'p' ? PAGEABLE : FRESH;
     }
     if (argc > 5 && strcmp(argv[5], "0") != 0) {
         if (!(evict_code = code_to_evict((size_t)positive_arg(argc, argv, 5, 0)))) {
@@ -148,9 +175,9 @@ int main(int argc, char **argv)
     CUstream s;
     CHECK(d.stream_create(&s, 0));
     CHECK(d.host_alloc(&host, 4096, 0));
-    CHECK(d.mem_alloc(&dev, PAGEABLE_BYTES));
+    CHECK(d.mem_alloc(&dev, FRESH_BYTES));
     CHECK(d.htod(dev, host, 4096));
-    for (int i = 0; pageable_copies && i < PAGEABLE_BUFFERS; i++)
+    for (int i = 0; iteration == PAGEABLE && i < PAGEABLE_BUFFERS; i++)
         if (!(pageable[i] = calloc(1, PAGEABLE_BYTES)))
             return 1;
     if (observe(1) != 0 || observe(0) != 0 || observe(1) != 0) {
@@ -190,7 +217,7 @@ int main(int argc, char **argv)
            "%+.1f, groups %+.0f to %+.0f), mean %+.1f +- %.1f (2 standard errors), %d groups of 4 x %d iterations\n",
            bench_median(on, 2 * groups), bench_median(off, 2 * groups), mid, bench_quantile_sorted(diff, groups, 0.25),
            bench_quantile_sorted(diff, groups, 0.75), lo, hi, mean, se2, groups, iters);
-    for (int i = 0; pageable_copies && i < PAGEABLE_BUFFERS; i++)
+    for (int i = 0; iteration == PAGEABLE && i < PAGEABLE_BUFFERS; i++)
         free(pageable[i]);
     CHECK(d.mem_free(dev));
     CHECK(d.free_host(host));
