@@ -28,9 +28,9 @@ static size_t sorted_count, sorted_capacity;
 static uint64_t next_seq = 1;
 static uintptr_t page_bytes;
 
-/* Pages holding no part of any record, remembered until the table changes (base/page_memo.h), so
+/* Pages holding no part of any record, remembered until a record is added (base/page_memo.h), so
  * that a copy from memory the table does not track decides without the lock. The memo's
- * generation is raised at every add and remove, under the lock. */
+ * generation is raised at every add, under the lock; a removal leaves every answer true. */
 static struct page_memo untracked_pages;
 
 void alloc_table_lock(void)
@@ -204,8 +204,8 @@ void alloc_table_remove(struct alloc_rec *r)
         memmove(&sorted[i - 1], &sorted[i], (sorted_count - i) * sizeof *sorted);
         sorted_count--;
     }
-    page_memo_raise(&untracked_pages);
-    plain_pages_changed();
+    /* no memo changes: a page they remember as untracked or plain is still so with a record less
+     * (a program freeing a fresh batch each step keeps its small copies' answers) */
     alloc_events_unwatch(r->base);
     r->detached = true;
 }

@@ -61,11 +61,11 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin);
 struct alloc_rec *alloc_table_find_base(uintptr_t base);
 
 /* The record whose allocation [base, base + size) holds p, or NULL. A NULL for a page holding no
- * part of any record is remembered until the table changes (alloc_table_may_hold). */
+ * part of any record is remembered until a record is added (alloc_table_may_hold). */
 struct alloc_rec *alloc_table_containing(uintptr_t p);
 
-/* Without the lock: false when p's page held no part of any record at its last lookup and the
- * table has not changed since (a record added meanwhile is as if added just after); else true. */
+/* Without the lock: false when p's page held no part of any record at its last lookup and no
+ * record was added since (a record added meanwhile is as if added just after); else true. */
 bool alloc_table_may_hold(uintptr_t p);
 
 /* Calls fn on each record whose allocation or registered range overlaps [lo, hi). fn may remove

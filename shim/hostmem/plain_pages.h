@@ -3,8 +3,9 @@
  * memo and the allocation table's each answer half of that, on a line of their own (skipping either
  * took 50-64 ns from a 4 KB pageable .to("cuda", non_blocking) in PyTorch: README, twelfth stop);
  * this memo answers the whole question from one line, its generation on the gate's (base/gate.h).
- * Valid while neither table changes: memkind and the allocation table call plain_pages_changed()
- * at every change of theirs (and memkind at every unmapping the hooks see).
+ * Valid while neither table changes in a way that can make a plain page less plain: memkind calls
+ * plain_pages_changed() at every change of its table and every unmapping the hooks see, the
+ * allocation table at every record it adds (a record removed leaves plain pages plain).
  * Contract: lock-free and thread-safe; a page is answered plain only if it was noted in the current
  * generation, read before the lookups that found it plain. */
 #ifndef PINSHIM_PLAIN_PAGES_H
