@@ -43,6 +43,15 @@ PINSHIM_HOT bool regcache_ignores_host(uintptr_t host, enum host_kind kind)
 
 PINSHIM_HOT bool regcache_ignores(const struct copy *c) { return regcache_ignores_host(host_side(c), c->host_kind); }
 
+/* Whether the copy asks the cache for more than a count: its record is registered, or this copy is
+ * the one that registers it. Lock held. */
+static bool registers_or_direct(const struct alloc_rec *r, uintptr_t hi)
+{
+    if (r->state == REG_NONE)
+        return hi <= r->base + r->size && r->copies + 1 >= regcache_register_after;
+    return r->state == REG_REGISTERED;
+}
+
 PINSHIM_HOT bool regcache_direct(struct copy *c)
 {
     if (!regcache_enabled || (c->dir != DIR_H2D && c->dir != DIR_D2H) || c->host_kind != KIND_PAGEABLE ||
@@ -52,30 +61,39 @@ PINSHIM_HOT bool regcache_direct(struct copy *c)
     if (!alloc_table_may_hold(lo)) /* a small tensor's page: no lock */
         return false;
     alloc_table_lock();
-    bool tracked = alloc_table_containing(lo) != NULL;
-    alloc_table_unlock();
-    if (!tracked || (c->async && real_stream_capturing(c->stream))) /* ask the driver only for tracked memory */
-        return false;
-    alloc_table_lock();
-    struct alloc_rec *r = alloc_table_containing(lo); /* again: it may have been freed meanwhile */
+    struct alloc_rec *r = alloc_table_containing(lo);
     if (!r || r->detached) {
         alloc_table_unlock();
         return false;
     }
-    r->busy++;
+    if (!registers_or_direct(r, hi)) { /* only a count: the driver is not asked (a captured copy counts too) */
+        if (r->state == REG_NONE && hi <= r->base + r->size)
+            r->copies++;
+        alloc_table_unlock();
+        return false;
+    }
+    r->busy++; /* held across the question below, and until regcache_after_copy if direct */
+    if (c->async) { /* a copy being captured neither registers nor goes direct: asked without the lock */
+        alloc_table_unlock();
+        bool capturing = real_stream_capturing(c->stream);
+        alloc_table_lock();
+        if (capturing || r->detached)
+            goto not_direct;
+    }
     if (r->state == REG_NONE && hi <= r->base + r->size && ++r->copies >= regcache_register_after)
         regcache_register_locked(r);
-    bool direct = r->state == REG_REGISTERED && !r->detached && r->reg_lo < hi && lo < r->reg_hi;
-    if (direct) {
+    if (r->state == REG_REGISTERED && !r->detached && r->reg_lo < hi && lo < r->reg_hi) {
         r->last_use = ++regcache_lru_clock;
         c->reg_rec = r; /* stays busy until regcache_after_copy: reg_lo/reg_hi stay as they are */
         c->reg_overlap = true;
-    } else {
-        r->busy--;
-        alloc_table_broadcast();
+        alloc_table_unlock();
+        return true;
     }
+not_direct:
+    r->busy--;
+    alloc_table_broadcast();
     alloc_table_unlock();
-    return direct;
+    return false;
 }
 
 bool regcache_stream_idle(const struct copy *c)
