@@ -94,6 +94,29 @@ static void extent(const struct alloc_rec *r, uintptr_t *lo, uintptr_t *hi)
     }
 }
 
+/* Records given back, kept for the next ones (at most SPARE_RECORDS): a program that allocates a
+ * fresh buffer each step would otherwise allocate and free a record with each. */
+#define SPARE_RECORDS 64
+static struct alloc_rec *spare[SPARE_RECORDS];
+static unsigned spare_count;
+
+static struct alloc_rec *new_record(void)
+{
+    if (!spare_count)
+        return alloc_next_calloc(1, sizeof(struct alloc_rec));
+    struct alloc_rec *r = spare[--spare_count];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+void alloc_table_free_rec(struct alloc_rec *r)
+{
+    if (spare_count < SPARE_RECORDS)
+        spare[spare_count++] = r;
+    else
+        alloc_next_free(r);
+}
+
 bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
 {
     if (sorted_count == sorted_capacity) {
@@ -104,7 +127,7 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
         sorted = grown;
         sorted_capacity = cap;
     }
-    struct alloc_rec *r = alloc_next_calloc(1, sizeof *r);
+    struct alloc_rec *r = new_record();
     if (!r)
         return false;
     r->base = base;
@@ -114,7 +137,7 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
     add_failed = false;
     HASH_ADD(hh, by_base, base, sizeof r->base, r);
     if (add_failed) {
-        alloc_next_free(r);
+        alloc_table_free_rec(r);
         return false;
     }
     size_t i = upper_bound(base);
@@ -210,8 +233,6 @@ void alloc_table_remove(struct alloc_rec *r)
     r->detached = true;
 }
 
-void alloc_table_free_rec(struct alloc_rec *r) { alloc_next_free(r); }
-
 void alloc_table_forget_all(void)
 {
     pthread_mutex_t fresh_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -222,6 +243,7 @@ void alloc_table_forget_all(void)
     by_base = NULL; /* the parent's records are left behind (a bounded leak), never walked */
     sorted = NULL;
     sorted_count = sorted_capacity = 0;
+    spare_count = 0;
     page_memo_raise(&untracked_pages);
     plain_pages_changed();
     alloc_events_unwatch_all();

@@ -81,7 +81,8 @@ void alloc_table_each(void (*fn)(struct alloc_rec *, void *), void *arg);
 /* Takes the record out of every view and marks it detached; the caller now owns it. */
 void alloc_table_remove(struct alloc_rec *r);
 
-/* Frees a detached record's memory (to the next allocator). */
+/* Gives back a detached record that nothing uses any more (kept for a later record, or freed to
+ * the next allocator). */
 void alloc_table_free_rec(struct alloc_rec *r);
 
 /* Lock-free: false means `p` is certainly not a tracked base (most frees stop here). */

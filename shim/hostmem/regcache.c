@@ -119,7 +119,7 @@ CUresult regcache_stream_call(const char *name, void **slot, CUstream s)
 
 static size_t reg_len(const struct alloc_rec *r) { return r->reg_hi - r->reg_lo; }
 
-/* Detaches r (lock held), waits for its users, unlocks, unregisters, frees it. */
+/* Detaches r (lock held), waits for its users, gives it back, unlocks, unregisters what it held. */
 static void release_record_locked(struct alloc_rec *r, enum release_why why)
 {
     alloc_table_remove(r);
@@ -129,10 +129,10 @@ static void release_record_locked(struct alloc_rec *r, enum release_why why)
     uintptr_t lo = r->reg_lo;
     if (had)
         registered_now -= reg_len(r);
+    alloc_table_free_rec(r); /* nothing uses it now */
     alloc_table_unlock();
     if (had)
         driver_unregister(lo, why);
-    alloc_table_free_rec(r);
 }
 
 void regcache_drop_locked(struct alloc_rec *r, enum release_why why)
