@@ -8,6 +8,11 @@
 #define uthash_nonfatal_oom(r) (add_failed = true)
 #define uthash_malloc(sz) alloc_next_malloc(sz) /* the table's memory never passes the hooks */
 #define uthash_free(ptr, sz) alloc_next_free(ptr)
+/* The key is a base address: one multiplication spreads it (Fibonacci hashing of its 16-byte
+ * granule), where uthash's default, Jenkins' hash over its 8 bytes, ran some 60 instructions at each
+ * tracked allocation and free. */
+#define HASH_FUNCTION(keyptr, keylen, hashv)                                                        \
+    ((hashv) = (unsigned)((*(const uint64_t *)(const void *)(keyptr) >> 4) * 0x9E3779B97F4A7C15ull >> 32))
 static _Bool add_failed;
 #include "alloc_table.h"
 
