@@ -130,6 +130,14 @@ PINSHIM_HOT enum host_kind memkind_of(uintptr_t p)
     return driver_kind(p);
 }
 
+PINSHIM_HOT enum host_kind memkind_of_table(uintptr_t p)
+{
+    struct range r;
+    return table_lookup(p, &r) ? r.kind : KIND_UNKNOWN;
+}
+
+enum host_kind memkind_of_driver(uintptr_t p) { return driver_kind(p); }
+
 PINSHIM_HOT enum host_kind memkind_last_range(uintptr_t p)
 {
     if (cache_holds(p, page_memo_generation(&page_kinds)))

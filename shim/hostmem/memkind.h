@@ -1,7 +1,8 @@
 /* memkind.h: what a pointer given to a copy is: pageable, pinned (cuMemHostAlloc/cuMemAllocHost),
  * registered (cuMemHostRegister), managed, device, or unknown.
  * The shim's own table of the program's pinned and registered ranges answers first (a thread-local
- * last-hit cache makes the common case a few loads); otherwise cuPointerGetAttributes decides.
+ * last-hit cache makes the common case a few loads); otherwise cuPointerGetAttributes decides (the
+ * copy path may instead know a side pageable from the allocation hooks: copy/copy.c).
  * Contract: thread-safe. memkind_of() calls the driver only when driver calls are allowed
  * (not in a forked child) and then with the reentrancy depth raised. */
 #ifndef PINSHIM_MEMKIND_H
@@ -15,6 +16,10 @@
 
 /* Classifies an address. */
 enum host_kind memkind_of(uintptr_t p);
+/* Its two halves: the kind of the program's pinned or registered range holding p (the shim's table
+ * only), else KIND_UNKNOWN; and the driver's answer. */
+enum host_kind memkind_of_table(uintptr_t p);
+enum host_kind memkind_of_driver(uintptr_t p);
 
 /* The same for a side of a copy whose kind changes only what the summary says of it (too small to
  * be staged), answered from a memory of pages until the table changes or the allocation hooks see

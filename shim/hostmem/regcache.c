@@ -301,6 +301,17 @@ bool regcache_owns(uintptr_t lo, uintptr_t hi)
     return ours;
 }
 
+bool regcache_malloc_memory(uintptr_t p)
+{
+    if (!regcache_enabled || !alloc_table_may_hold(p) || regcache_busy_here())
+        return false;
+    alloc_table_lock();
+    struct alloc_rec *r = alloc_table_containing(p);
+    bool heap = r && r->origin == ORIGIN_MALLOC;
+    alloc_table_unlock();
+    return heap;
+}
+
 bool regcache_holds_any(void) { return __atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) > 0; }
 
 bool regcache_covers(uintptr_t p)

@@ -35,6 +35,11 @@ void regcache_on_program_register(uintptr_t p, size_t bytes);
  * is registered; takes the table's lock otherwise. */
 bool regcache_covers(uintptr_t p);
 
+/* Whether p lies in a tracked allocation of the malloc family: memory the hooks saw the C library
+ * hand out after the shim started, pageable unless the program has registered it since (which
+ * memkind's table knows first). Lock-free when p's page is remembered untracked. */
+bool regcache_malloc_memory(uintptr_t p);
+
 /* Whether the cache holds any registration now. */
 bool regcache_holds_any(void);
 

@@ -86,6 +86,15 @@ print(dict(sorted(n.items())))' "$WORK/s.json" "$1"
     [ "$(h2d_by action)" = "{'pass': 5, 'registered': 2}" ]
 }
 
+@test "larger copies from an allocation the malloc hooks saw: pageable without asking the driver, registered once the program registers it" {
+    PINSHIM_REGISTER_AFTER=1000 kind_run heap 50 # no registration of the cache's in the way
+    [ "$(pointer_queries)" -le 1 ] # at most the small copy back into a stack buffer
+    [ "$(h2d_by host_kind)" = "{'pageable': 51, 'registered': 1}" ]
+    PINSHIM_PIN_ON_REUSE=off kind_run heap 50 # nothing tracked: the driver is asked for each
+    [ "$(pointer_queries)" -ge 52 ]
+    [ "$(h2d_by host_kind)" = "{'pageable': 51, 'registered': 1}" ]
+}
+
 @test "host times are nanoseconds: a stream sync that waits for 4 copies of 25 ms each reports 90 ms to the run's length" {
     t0=$(date +%s%N)
     FAKECUDA_LATENCY_US=25000 PINSHIM_SUMMARY=json run_app shim shim "$T/logprog" pinned 2

@@ -20,7 +20,10 @@
  *                          by a raw system call the hooks do not see (as glibc's free does), a 2 MiB
  *                          mapping made at its address (tracked), four 4 KB H2D from that page:
  *                          only the new allocation tells the shim; pin-on-reuse registers it at the
- *                          third */
+ *                          third
+ *   kindprog heap N      - N copies of 128 KiB H2D from a 2 MiB aligned_alloc'd buffer (tracked: the
+ *                          shim knows it pageable without asking the driver), then the buffer
+ *                          registered by the program, one copy, unregistered, one copy */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -159,6 +162,22 @@ static void tracked(void)
     munmap(alloc, big);
 }
 
+static void heap(int n)
+{
+    size_t bytes = 2u << 20;
+    char *buf = filled_buffer(bytes, 15);
+    for (int i = 0; i < n; i++)
+        CHECK(d.htod(dev, buf + LARGE * (unsigned)(i % 16), LARGE));
+    CHECK(d.host_register(buf, bytes, 0));
+    buf[0] ^= 1;
+    CHECK(d.htod(dev, buf, LARGE));
+    CHECK(d.host_unregister(buf));
+    buf[1] ^= 1;
+    CHECK(d.htod(dev, buf, LARGE));
+    print_device_hash("heap", SMALL);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -179,8 +198,10 @@ int main(int argc, char **argv)
         pinned();
     else if (strcmp(mode, "tracked") == 0)
         tracked();
+    else if (strcmp(mode, "heap") == 0 && n > 0)
+        heap(n);
     else {
-        fprintf(stderr, "usage: kindprog same N | large N | register | subpage | remap | pinned | tracked\n");
+        fprintf(stderr, "usage: kindprog same N | large N | register | subpage | remap | pinned | tracked | heap N\n");
         return 2;
     }
     CHECK(d.mem_free(dev));
