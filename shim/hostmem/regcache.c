@@ -267,15 +267,20 @@ static void on_unmap(uintptr_t lo, uintptr_t hi)
 
 static void on_remap(uintptr_t base, size_t size) { on_alloc(base, size, ORIGIN_MMAP); }
 
+/* Whether the record find() gives for p, under the table's lock, is of that origin. */
+static bool found_of_origin(struct alloc_rec *(*find)(uintptr_t), uintptr_t p, enum alloc_origin origin)
+{
+    alloc_table_lock();
+    struct alloc_rec *r = find(p);
+    bool yes = r && r->origin == origin;
+    alloc_table_unlock();
+    return yes;
+}
+
 static bool tracked_mapping(uintptr_t base)
 {
-    if (!alloc_table_maybe_base(base) || regcache_busy_here())
-        return false;
-    alloc_table_lock();
-    struct alloc_rec *r = alloc_table_find_base(base);
-    bool tracked = r && r->origin == ORIGIN_MMAP;
-    alloc_table_unlock();
-    return tracked;
+    return alloc_table_maybe_base(base) && !regcache_busy_here() &&
+           found_of_origin(alloc_table_find_base, base, ORIGIN_MMAP);
 }
 
 static void release_registrations(uintptr_t lo, uintptr_t hi, enum release_why why)
@@ -303,13 +308,8 @@ bool regcache_owns(uintptr_t lo, uintptr_t hi)
 
 bool regcache_malloc_memory(uintptr_t p)
 {
-    if (!regcache_enabled || !alloc_table_may_hold(p) || regcache_busy_here())
-        return false;
-    alloc_table_lock();
-    struct alloc_rec *r = alloc_table_containing(p);
-    bool heap = r && r->origin == ORIGIN_MALLOC;
-    alloc_table_unlock();
-    return heap;
+    return regcache_enabled && alloc_table_may_hold(p) && !regcache_busy_here() &&
+           found_of_origin(alloc_table_containing, p, ORIGIN_MALLOC);
 }
 
 bool regcache_holds_any(void) { return __atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) > 0; }

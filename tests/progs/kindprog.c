@@ -21,9 +21,8 @@
  *                          mapping made at its address (tracked), four 4 KB H2D from that page:
  *                          only the new allocation tells the shim; pin-on-reuse registers it at the
  *                          third
- *   kindprog heap N      - N copies of 128 KiB H2D from a 2 MiB aligned_alloc'd buffer (tracked: the
- *                          shim knows it pageable without asking the driver), then the buffer
- *                          registered by the program, one copy, unregistered, one copy */
+ *   kindprog heap N      - the same with N copies of 128 KiB from a 2 MiB aligned_alloc'd buffer
+ *                          (tracked: the shim knows it pageable without asking the driver) */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -64,18 +63,20 @@ static void same(int n, size_t bytes)
     free(buf);
 }
 
-static void registered(void)
+/* `before` copies of `n` bytes from the start of a fresh buffer of `bytes`, then the buffer registered
+ * by the program, one copy, unregistered, one copy; prints the device's hash as `name`. */
+static void around_registration(const char *name, size_t bytes, size_t n, int before, uint32_t seed)
 {
-    char *buf = filled_buffer(16 * SMALL, 3);
-    for (int i = 0; i < 3; i++)
-        CHECK(d.htod(dev, buf, SMALL));
-    CHECK(d.host_register(buf, 16 * SMALL, 0));
+    char *buf = filled_buffer(bytes, seed);
+    for (int i = 0; i < before; i++)
+        CHECK(d.htod(dev, buf, n));
+    CHECK(d.host_register(buf, bytes, 0));
     buf[0] ^= 1;
-    CHECK(d.htod(dev, buf, SMALL));
+    CHECK(d.htod(dev, buf, n));
     CHECK(d.host_unregister(buf));
     buf[1] ^= 1;
-    CHECK(d.htod(dev, buf, SMALL));
-    print_device_hash("register", SMALL);
+    CHECK(d.htod(dev, buf, n));
+    print_device_hash(name, SMALL);
     free(buf);
 }
 
@@ -162,22 +163,6 @@ static void tracked(void)
     munmap(alloc, big);
 }
 
-static void heap(int n)
-{
-    size_t bytes = 2u << 20;
-    char *buf = filled_buffer(bytes, 15);
-    for (int i = 0; i < n; i++)
-        CHECK(d.htod(dev, buf + LARGE * (unsigned)(i % 16), LARGE));
-    CHECK(d.host_register(buf, bytes, 0));
-    buf[0] ^= 1;
-    CHECK(d.htod(dev, buf, LARGE));
-    CHECK(d.host_unregister(buf));
-    buf[1] ^= 1;
-    CHECK(d.htod(dev, buf, LARGE));
-    print_device_hash("heap", SMALL);
-    free(buf);
-}
-
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -189,7 +174,7 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "large") == 0 && n > 0)
         same(n, LARGE);
     else if (strcmp(mode, "register") == 0)
-        registered();
+        around_registration("register", 16 * SMALL, SMALL, 3, 3);
     else if (strcmp(mode, "subpage") == 0)
         subpage();
     else if (strcmp(mode, "remap") == 0)
@@ -199,7 +184,7 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "tracked") == 0)
         tracked();
     else if (strcmp(mode, "heap") == 0 && n > 0)
-        heap(n);
+        around_registration("heap", 2u << 20, LARGE, n, 15);
     else {
         fprintf(stderr, "usage: kindprog same N | large N | register | subpage | remap | pinned | tracked | heap N\n");
         return 2;
