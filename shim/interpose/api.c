@@ -34,12 +34,13 @@ PINSHIM_EXPORT int pinshim_summary_write(int fd, int json)
  * untouched (as with intercept off) and the allocation hooks track nothing new (as if every
  * allocation were below track_min_bytes; frees of what is tracked are still seen), 1 makes them
  * observe again, so that one process can time the same work both ways in alternating blocks,
- * free of the process-to-process spread. Returns 0, or
- * -1 and changes nothing where forwarding would change what the program sees (the guard is on:
- * its protected pages would never be released; the registration cache holds registrations: their
- * async copies would no longer complete on return) or where the wrappers were never handed out
- * (intercept off from the start). Copies and syncs made while forwarding are not counted, and
- * the exit summary is written only if the wrappers observe when the program exits. */
+ * free of the process-to-process spread. Returns 0, or -1 and changes nothing where forwarding
+ * would change what the program sees (the guard is on: its protected pages would never be
+ * released; the registration cache holds registrations: their async copies would no longer
+ * complete on return) or where the wrappers were never handed out (intercept off from the start).
+ * Copies and syncs made while forwarding are not counted, nor pinned memory or registrations the
+ * program makes then recorded (a benchmark makes them before it switches), and the exit summary is
+ * written only if the wrappers observe when the program exits. */
 PINSHIM_EXPORT int pinshim_bench_observe(int on);
 PINSHIM_EXPORT int pinshim_bench_observe(int on)
 {
