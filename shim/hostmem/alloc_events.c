@@ -16,7 +16,8 @@ static bool allocations_paused;
 static void update_min_bytes(void)
 {
     size_t min = SIZE_MAX;
-    for (unsigned i = 0; i < subscriber_count && !__atomic_load_n(&allocations_paused, __ATOMIC_RELAXED); i++)
+    unsigned listening = __atomic_load_n(&allocations_paused, __ATOMIC_RELAXED) ? 0 : subscriber_count;
+    for (unsigned i = 0; i < listening; i++)
         if (subscribers[i]->min_bytes < min)
             min = subscribers[i]->min_bytes;
     __atomic_store_n(&alloc_events_min_bytes, min, __ATOMIC_RELEASE);

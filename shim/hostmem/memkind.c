@@ -122,14 +122,6 @@ static enum host_kind driver_kind(uintptr_t p)
     }
 }
 
-PINSHIM_HOT enum host_kind memkind_of(uintptr_t p)
-{
-    struct range r;
-    if (table_lookup(p, &r))
-        return r.kind;
-    return driver_kind(p);
-}
-
 PINSHIM_HOT enum host_kind memkind_of_table(uintptr_t p)
 {
     struct range r;

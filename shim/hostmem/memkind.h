@@ -3,8 +3,8 @@
  * The shim's own table of the program's pinned and registered ranges answers first (a thread-local
  * last-hit cache makes the common case a few loads); otherwise cuPointerGetAttributes decides (the
  * copy path may instead know a side pageable from the allocation hooks: copy/copy.c).
- * Contract: thread-safe. memkind_of() calls the driver only when driver calls are allowed
- * (not in a forked child) and then with the reentrancy depth raised. */
+ * Contract: thread-safe. memkind_of_driver() and memkind_of_small() call the driver only when driver
+ * calls are allowed (not in a forked child) and then with the reentrancy depth raised. */
 #ifndef PINSHIM_MEMKIND_H
 #define PINSHIM_MEMKIND_H
 
@@ -14,10 +14,8 @@
 
 #include "base/copy_desc.h" /* enum host_kind, memkind_is_host() */
 
-/* Classifies an address. */
-enum host_kind memkind_of(uintptr_t p);
-/* Its two halves: the kind of the program's pinned or registered range holding p (the shim's table
- * only), else KIND_UNKNOWN; and the driver's answer. */
+/* An address's kind, in two steps: the program's pinned or registered range holding p (the shim's
+ * table only), else KIND_UNKNOWN; and the driver's answer (KIND_UNKNOWN when it cannot be asked). */
 enum host_kind memkind_of_table(uintptr_t p);
 enum host_kind memkind_of_driver(uintptr_t p);
 

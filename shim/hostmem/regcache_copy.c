@@ -43,13 +43,11 @@ PINSHIM_HOT bool regcache_ignores_host(uintptr_t host, enum host_kind kind)
 
 PINSHIM_HOT bool regcache_ignores(const struct copy *c) { return regcache_ignores_host(host_side(c), c->host_kind); }
 
-/* Whether the copy asks the cache for more than a count: its record is registered, or this copy is
- * the one that registers it. Lock held. */
-static bool registers_or_direct(const struct alloc_rec *r, uintptr_t hi)
+/* Whether a copy ending at hi counts against r: r is not registered (nor being registered or
+ * refused) and the copy stays inside the allocation. Lock held. */
+static bool counts_against(const struct alloc_rec *r, uintptr_t hi)
 {
-    if (r->state == REG_NONE)
-        return hi <= r->base + r->size && r->copies + 1 >= regcache_register_after;
-    return r->state == REG_REGISTERED;
+    return r->state == REG_NONE && hi <= r->base + r->size;
 }
 
 PINSHIM_HOT bool regcache_direct(struct copy *c)
@@ -66,34 +64,33 @@ PINSHIM_HOT bool regcache_direct(struct copy *c)
         alloc_table_unlock();
         return false;
     }
-    if (!registers_or_direct(r, hi)) { /* only a count: the driver is not asked (a captured copy counts too) */
-        if (r->state == REG_NONE && hi <= r->base + r->size)
+    bool registers = counts_against(r, hi) && r->copies + 1 >= regcache_register_after;
+    if (r->state != REG_REGISTERED && !registers) { /* a count only: no driver call (a captured copy counts) */
+        if (counts_against(r, hi))
             r->copies++;
         alloc_table_unlock();
         return false;
     }
     r->busy++; /* held across the question below, and until regcache_after_copy if direct */
+    bool capturing = false;
     if (c->async) { /* a copy being captured neither registers nor goes direct: asked without the lock */
         alloc_table_unlock();
-        bool capturing = real_stream_capturing(c->stream);
+        capturing = real_stream_capturing(c->stream);
         alloc_table_lock();
-        if (capturing || r->detached)
-            goto not_direct;
     }
-    if (r->state == REG_NONE && hi <= r->base + r->size && ++r->copies >= regcache_register_after)
+    if (!capturing && !r->detached && counts_against(r, hi) && ++r->copies >= regcache_register_after)
         regcache_register_locked(r);
-    if (r->state == REG_REGISTERED && !r->detached && r->reg_lo < hi && lo < r->reg_hi) {
+    bool direct = !capturing && r->state == REG_REGISTERED && !r->detached && r->reg_lo < hi && lo < r->reg_hi;
+    if (direct) {
         r->last_use = ++regcache_lru_clock;
         c->reg_rec = r; /* stays busy until regcache_after_copy: reg_lo/reg_hi stay as they are */
         c->reg_overlap = true;
-        alloc_table_unlock();
-        return true;
+    } else {
+        r->busy--;
+        alloc_table_broadcast();
     }
-not_direct:
-    r->busy--;
-    alloc_table_broadcast();
     alloc_table_unlock();
-    return false;
+    return direct;
 }
 
 bool regcache_stream_idle(const struct copy *c)

@@ -43,13 +43,13 @@ static struct cell unstaged[UNSTAGED_COUNT] TALLY;
 static struct cell small_pageable[DEVICE_SLOTS][SMALL_DIRS][2][STATS_BUCKETS] TALLY;
 
 static void add(uint64_t *counter, uint64_t v) { tally_add(counter, v); }
+static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
 
 /* The device slot of an ordinal: the last slot for an unknown one (-1) or one past STATS_DEVICES. */
 static unsigned device_slot(int32_t device)
 {
     return (uint32_t)device < STATS_DEVICES ? (unsigned)device : STATS_DEVICES;
 }
-static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
 
 PINSHIM_HOT unsigned stats_bucket(size_t bytes)
 {
