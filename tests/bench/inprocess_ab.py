@@ -13,8 +13,13 @@ non_blocking=True (one async H2D each: the host allocator records no event per c
 record and query (the kinds and calls as the shim's summary counted them on an H200, 2026-11-26); a
 1 MiB CPU tensor made and copied .to("cuda") (above the small copies' shortcut, below staging: its
 allocation is tracked and the copy passed); one step of tests/bench/workloads/torch_train.py's MLP
-loop (one step per block). While forwarding, the switch also stops the allocation
-hooks from tracking new allocations, so the last two rows see their allocations' cost as well.
+loop (one step per block); batches of a DataLoader with pin_memory=True, 6 forked workers, 64
+images of 3 x 224 x 224 float32 to a batch (tests/bench/workloads/torch_dataloader.py's), each
+.to("cuda", non_blocking=True) (LOADER_BATCHES a block: the pipeline's throughput as the program
+sees it, its pin-memory thread included; the workers were forked before the first block and keep
+the state they were forked with, so their share, the allocation hooks of a forked child, is not in
+it). While forwarding, the switch also stops the allocation hooks from tracking new allocations,
+so the last three rows see their allocations' cost as well.
 
 Blocks are short (--ops operations each, default 100: about a millisecond): this host's CPU speed
 flips between two levels some 20 % apart every few tens of milliseconds (a pure-Python control
@@ -22,17 +27,23 @@ row, timed in the same blocks, shows it), so long blocks pair a fast block with 
 spread the differences by more than the shim's cost; short adjacent blocks share the level.
 
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K] [--json]
-(default 200 groups of 100 operations; --json adds one JSON line per workload, as the suite's
+(default 200 groups of 100 operations; the DataLoader row a quarter as many groups; --json adds one JSON line per workload, as the suite's
 tests/bench/workloads/inprocess.py reads them). Needs PyTorch and a GPU; prints a line and exits 0
 without them. Never asserts a timing."""
 import argparse
 import ctypes
 import json
+import os
 import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads"))
+import wl  # noqa: E402  (the suite's helpers: the DataLoader row's pipeline)
+
 FRESH_BYTES = 1 << 20
+LOADER_BATCHES = 2  # DataLoader batches a block (about 13 ms each on an H100 host)
+LOADER_WARMUP = 12  # batches before the first block: the workers' start
 
 
 def main():
@@ -63,6 +74,8 @@ def main():
     base = torch.arange(FRESH_BYTES // 4, dtype=torch.float32)
     fresh_ops = max(1, ops // 20)  # a 1 MiB copy takes some 20 times a small one
     step = mlp_step(torch, dev)
+    loader_groups = max(4, args.groups // 4)
+    next_batches = loader_batches(torch, dev, LOADER_WARMUP + (3 + 4 * loader_groups) * LOADER_BATCHES)
 
     turn = [0]
 
@@ -118,14 +131,16 @@ def main():
                  ("event record+query", lambda: timed(events, ops)),
                  ("1MB fresh pageable", lambda: timed(fresh, fresh_ops)),
                  ("MLP step", lambda: timed(step, 1)),
+                 ("DataLoader pinned", lambda: timed(next_batches, LOADER_BATCHES)),
                  ("control (no CUDA)", lambda: timed(control, ops)))
     print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
                                              "mean +- 2 se", "ratio"))
     for name, fn in workloads:
+        groups = loader_groups if name == "DataLoader pinned" else args.groups
         for _ in range(3):
             block(fn, True)
         fwd, obs, diffs = [], [], []
-        for _ in range(args.groups):
+        for _ in range(groups):
             o1, f1, f2, o2 = block(fn, True), block(fn, False), block(fn, False), block(fn, True)
             fwd += [f1, f2]
             obs += [o1, o2]
@@ -160,6 +175,20 @@ def mlp_step(torch, dev):
         opt.step()
         loss.item()
     return step
+
+
+def loader_batches(torch, dev, total):
+    """A function taking the next LOADER_BATCHES batches of a pinned-memory DataLoader of `total`
+    batches (LOADER_WARMUP of them taken here) and copying each .to(dev, non_blocking=True)."""
+    batches = iter(wl.torch_image_loader(torch, True, total))
+
+    def take(n):
+        for _ in range(n):
+            x, y = next(batches)
+            x.to(dev, non_blocking=True)
+            y.to(dev, non_blocking=True)
+    take(LOADER_WARMUP)
+    return lambda: take(LOADER_BATCHES)
 
 
 def nothing_measured(args, why):

@@ -5,7 +5,8 @@ each; in mode "compute" each copy's source is computed just before it by PyTorch
 threads spin when the copy starts); in mode "idle" only the first is (the team spins once), the
 others are new NumPy arrays never written (nothing the program does keeps the team spinning).
 Every source is a new allocation, so every copy is staged (none reused for pin-on-reuse). Prints
-the median copy time and the process's CPU seconds per wall second over the loop. Under the shim
+the median copy time, its 90th percentile and the slowest, the copies that took over 3 times the
+median (a stall), and the process's CPU seconds per wall second over the loop. Under the shim
 with PINSHIM_SUMMARY=json its summary says how many copies borrowed the team
 (openmp_team_copies): in "idle" mode at most those of the first lease (omp_team.c, 250 ms), the
 time the shim's own regions may keep a team spinning that the program left idle. Needs PyTorch,
@@ -38,5 +39,9 @@ for i in range(n):
     time.sleep(pause)
 r1, w1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
 cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
-print("%s: %d copies of 64 MiB, median %.3f ms, CPU %.2f s per wall second over %.2f s"
-      % (mode, n, statistics.median(times) * 1e3, cpu / (w1 - w0), w1 - w0))
+med = statistics.median(times)
+slow = sorted((t for t in times if t > 3 * med), reverse=True)
+print("%s: %d copies of 64 MiB, median %.3f ms, 90th percentile %.3f, slowest %.3f; %d over 3 times the median%s; "
+      "CPU %.2f s per wall second over %.2f s"
+      % (mode, n, med * 1e3, sorted(times)[int(0.9 * (n - 1))] * 1e3, max(times) * 1e3, len(slow),
+         " (%s ms)" % ", ".join("%.1f" % (t * 1e3) for t in slow[:8]) if slow else "", cpu / (w1 - w0), w1 - w0))

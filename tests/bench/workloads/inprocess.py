@@ -35,6 +35,7 @@ ROWS = [
     ("event record+query", "torch: cuda.Event record + query", "share"),
     ("1MB fresh pageable", "torch: a fresh 1 MiB CPU tensor made and .to(cuda)", "share"),
     ("MLP step", "torch: MLP training step (torch_train.py's), fresh pageable batch", "share"),
+    ("DataLoader pinned", "torch: DataLoader batch, 6 workers, pin_memory=True (torch_dataloader.py's)", "share"),
     ("control (no CUDA)", "control: pure Python in the same blocks (should read 0)", "zero"),
     ("C loop", "C: 4-byte cuMemcpyDtoHAsync into pinned + cuStreamSynchronize", "ns"),
 ]

@@ -20,26 +20,7 @@ if PIN and wl.cpu_test_mode():
 rep = wl.Report(NAME)
 rep.notes.update(wl.torch_versions(torch))
 
-# One deterministic uint8 picture; every item is a shifted copy of it.
-BASE = ((torch.arange(3 * 224 * 224, dtype=torch.int64) * 2654435761) % 251).to(torch.uint8).reshape(3, 224, 224)
-
-
-class Images(torch.utils.data.Dataset):
-    def __len__(self):
-        return (WARMUP + MEASURED) * BATCH
-
-    def __getitem__(self, i):
-        img = torch.roll(BASE, shifts=i % 224, dims=2).to(torch.float32)
-        img.div_(255.0).sub_(0.45).div_(0.225)
-        return img, i % 1000
-
-
-def one_thread(_worker_id):
-    torch.set_num_threads(1)  # 6 workers on 16 cores: no oversubscription
-
-
-loader = torch.utils.data.DataLoader(Images(), batch_size=BATCH, num_workers=WORKERS, pin_memory=PIN,
-                                     shuffle=False, multiprocessing_context="fork", worker_init_fn=one_thread)
+loader = wl.torch_image_loader(torch, PIN, WARMUP + MEASURED, WORKERS, BATCH)
 sums = []
 t0 = None
 n = 0

@@ -137,6 +137,30 @@ def torch_collect(torch, sums):
     return [int(x) for x in torch.stack(sums).cpu().tolist()]
 
 
+def torch_image_loader(torch, pin, batches, workers=6, batch=64):
+    """A DataLoader as a vision pipeline makes one: `workers` forked worker processes (one CPU
+    thread each) turning a deterministic uint8 picture into normalized float32 images of 3 x 224 x
+    224, `batch` to a batch (64: 38.5 MB), with labels; `batches` batches in all; with pin the
+    pin-memory thread copies each batch into pinned memory. Item i is the picture rolled by i % 224
+    columns, labelled i % 1000."""
+    base = ((torch.arange(3 * 224 * 224, dtype=torch.int64) * 2654435761) % 251).to(torch.uint8).reshape(3, 224, 224)
+
+    class Images(torch.utils.data.Dataset):
+        def __len__(self):
+            return batches * batch
+
+        def __getitem__(self, i):
+            img = torch.roll(base, shifts=i % 224, dims=2).to(torch.float32)
+            img.div_(255.0).sub_(0.45).div_(0.225)
+            return img, i % 1000
+
+    def one_thread(_worker_id):
+        torch.set_num_threads(1)  # 6 workers on 16 cores: no oversubscription
+
+    return torch.utils.data.DataLoader(Images(), batch_size=batch, num_workers=workers, pin_memory=pin,
+                                       shuffle=False, multiprocessing_context="fork", worker_init_fn=one_thread)
+
+
 def numpy_sums(np, a):
     """torch_sums for a numpy array (host memory): the same two integers, as Python ints."""
     v = np.ascontiguousarray(a).reshape(-1)
