@@ -250,21 +250,22 @@ uint64_t omp_team_copies(void) { return __atomic_load_n(&team_copies, __ATOMIC_R
 /* ------------------------------------------------------------------ running a region */
 
 struct region {
-    void (*fn)(void *);
+    void (*owner)(void *), (*others)(void *);
     void *arg;
 };
 
 static void member(void *arg)
 {
     struct region *r = arg;
-    if (thread_num() == 1 && !__atomic_load_n(&watched_tid, __ATOMIC_RELAXED))
+    int me = thread_num();
+    if (me == 1 && !__atomic_load_n(&watched_tid, __ATOMIC_RELAXED))
         __atomic_store_n(&watched_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED); /* read after the region's end */
-    r->fn(r->arg);
+    (me == 0 ? r->owner : r->others)(r->arg);
 }
 
-void omp_team_run(void (*fn)(void *), void *arg)
+void omp_team_run(void (*owner)(void *), void (*others)(void *), void *arg)
 {
-    struct region r = {fn, arg};
+    struct region r = {owner, others, arg};
     __atomic_load_n(&gomp_parallel, __ATOMIC_ACQUIRE)(member, &r, 0, 0);
     last_region_end_ns = pinshim_now_ns();
 }

@@ -4,8 +4,9 @@
  * is passive. A staging thread woken then waits for one of those cores (up to a scheduler slice,
  * about 3 ms on the GPU machines), so a tensor PyTorch just computed went .to("cuda") at half the
  * speed it reached with OMP_WAIT_POLICY=passive. A spinning team starts a new parallel region at
- * once: such a copy, made on the thread that owns the team, runs its memcpy as regions of that team,
- * through the runtime the program loaded (GOMP_parallel, which libgomp, libomp and libiomp export).
+ * once: such a copy, made on the thread that owns the team, runs in one region of that team, whose
+ * other threads copy its pieces as the staging threads would (workers_with_team), through the
+ * runtime the program loaded (GOMP_parallel, which libgomp, libomp and libiomp export).
  * Only while the team is spinning: a region woken from sleep would set its threads spinning
  * afterwards, taking cores from whatever else runs (a DataLoader's worker processes took three
  * times as long per batch). Spinning is read from one team thread's CPU clock, which advances
@@ -49,8 +50,11 @@ bool omp_team_may_compete(const struct omp_probe *p);
 /* Copies that borrowed the team (for the summary). */
 uint64_t omp_team_copies(void);
 
-/* Runs fn(arg) on every thread of the caller's team, the caller included; returns when all have
- * returned. Only after omp_team_probe_end() returned a team on this thread. */
-void omp_team_run(void (*fn)(void *), void *arg);
+/* One parallel region of the caller's team: owner(arg) on the caller, others(arg) on every other
+ * thread of the team; returns when all have returned. Only after omp_team_probe_end() returned a
+ * team on this thread. A region waits for every thread of the team to start and to end, so a thread
+ * the scheduler keeps off its core holds the whole region back: a caller runs one region for as long
+ * a piece of work as it can (workers_with_team: a whole staged copy), not one per part of it. */
+void omp_team_run(void (*owner)(void *), void (*others)(void *), void *arg);
 
 #endif

@@ -186,14 +186,30 @@ static void h2d_release(struct pool_chunk *ch, bool dma_queued, CUstream stream)
         pool_release_idle(ch); /* no DMA was queued from it */
 }
 
-bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream, CUresult *result)
+/* One staged H2D, for its pipeline (h2d_pipeline), which may run in a region of the program's
+ * OpenMP team (workers_with_team). */
+struct h2d_run {
+    struct copy *c;
+    CUdeviceptr dst;
+    const char *src;
+    size_t bytes;
+    CUstream stream;
+    fn_htod_async dma;
+    unsigned team;   /* the spinning OpenMP team serving as workers, or 0 */
+    bool handled;    /* false: nothing was done (c->unstaged says why); the driver copies it */
+    CUresult result; /* when handled: what the program gets */
+};
+
+static void h2d_pipeline(void *arg)
 {
-    fn_htod_async dma = (fn_htod_async)driver_real(ENTRY_htod_async);
-    struct omp_probe probe;
-    omp_team_probe_begin(&probe);
-    if (!dma || !stage_safe(c, dst, bytes, stream))
-        return false;
-    unsigned team = omp_team_probe_end(&probe); /* whether the program's OpenMP team spins */
+    struct h2d_run *run = arg;
+    struct copy *c = run->c;
+    CUdeviceptr dst = run->dst;
+    const char *src = run->src;
+    size_t bytes = run->bytes;
+    CUstream stream = run->stream;
+    fn_htod_async dma = run->dma;
+    unsigned team = run->team;
     size_t chunk = pool_chunk_bytes(), piece = h2d_piece_bytes(bytes, chunk);
     bool one_chunk = bytes <= chunk; /* every piece in `shared`, released once at the end */
     struct pool_chunk *shared = NULL;
@@ -212,7 +228,7 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
                 if (!ch) {
                     if (next_off == 0) {
                         c->unstaged = miss_reason(why);
-                        return false;
+                        return; /* not handled: the driver copies it */
                     }
                     break;
                 }
@@ -220,8 +236,9 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
                     CUresult r = presync(stream);
                     if (r != CUDA_SUCCESS) {
                         pool_release_idle(ch);
-                        *result = r; /* the driver's pre-copy sync would have returned it too */
-                        return true;
+                        run->handled = true;
+                        run->result = r; /* the driver's pre-copy sync would have returned it too */
+                        return;
                     }
                 }
                 if (one_chunk)
@@ -265,12 +282,28 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
     }
     if (shared)
         h2d_release(shared, shared_queued, stream);
-    if (status == CUDA_SUCCESS) {
+    run->handled = true;
+    run->result = status;
+}
+
+bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, CUstream stream, CUresult *result)
+{
+    fn_htod_async dma = (fn_htod_async)driver_real(ENTRY_htod_async);
+    struct omp_probe probe;
+    omp_team_probe_begin(&probe);
+    if (!dma || !stage_safe(c, dst, bytes, stream))
+        return false;
+    struct h2d_run run = {.c = c, .dst = dst, .src = src, .bytes = bytes, .stream = stream, .dma = dma,
+                          .team = omp_team_probe_end(&probe)}; /* whether the program's OpenMP team spins */
+    workers_with_team(run.team, h2d_pipeline, &run);
+    if (!run.handled)
+        return false;
+    if (run.result == CUDA_SUCCESS) {
         c->action = ACTION_STAGED;
         if (omp_team_may_compete(&probe))
             spinners_note_once(); /* an OpenMP runtime whose threads may compete with ours: advice */
     }
-    *result = status;
+    *result = run.result;
     return true;
 }
 
@@ -318,23 +351,39 @@ static size_t d2h_first_piece(void *dst, size_t first, size_t chunk, enum worker
     return end - (uintptr_t)dst <= chunk ? end - (uintptr_t)dst : first;
 }
 
-bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstream stream, CUresult *result)
+/* One staged D2H, for its pipeline (d2h_pipeline), which may run in a region of the program's
+ * OpenMP team (workers_with_team). */
+struct d2h_run {
+    struct copy *c;
+    char *dst;
+    CUdeviceptr src;
+    size_t bytes;
+    CUstream stream;
+    fn_dtoh_async dma;
+    enum workers_dst dst_kind;
+    bool recycle;    /* the destination's blocks may be taken from freed allocations (recycle.h) */
+    unsigned team;   /* the spinning OpenMP team serving as workers, or 0 */
+    bool handled;    /* false: nothing was done (c->unstaged may say why); the driver copies it */
+    CUresult result; /* when handled: what the program gets */
+};
+
+static void d2h_pipeline(void *arg)
 {
-    fn_dtoh_async dma = (fn_dtoh_async)driver_real(ENTRY_dtoh_async);
-    struct omp_probe probe;
-    omp_team_probe_begin(&probe);
-    if (!dma || !stage_safe(c, src, bytes, stream))
-        return false;
+    struct d2h_run *run = arg;
+    struct copy *c = run->c;
+    char *dst = run->dst;
+    CUdeviceptr src = run->src;
+    size_t bytes = run->bytes;
+    CUstream stream = run->stream;
+    fn_dtoh_async dma = run->dma;
+    enum workers_dst dst_kind = run->dst_kind;
+    bool recycle = run->recycle;
+    unsigned team = run->team;
     size_t chunk = pool_chunk_bytes(), first = pinshim_policy.stage_d2h_first_bytes;
     struct d2h_slot ring[D2H_WINDOW];
     unsigned head = 0, count = 0, waited = 0; /* ring[head .. head+waited) have had their DMA waited for */
     size_t next_off = 0;
     CUresult status = CUDA_SUCCESS;
-    /* fresh destinations: fewer first-touch faults, each a huge page one thread zeroes */
-    enum workers_dst dst_kind = hugepage_advise_write(dst, bytes) ? WORKERS_DST_MAY_FAULT_HUGE : WORKERS_DST_MAY_FAULT;
-    /* and, where freed allocations' pages are kept, those instead of new ones (recycle.h) */
-    bool recycle = dst_kind == WORKERS_DST_MAY_FAULT_HUGE && recycle_wanted(dst, bytes);
-    unsigned team = omp_team_probe_end(&probe); /* whether the program's OpenMP team spins */
     while (next_off < bytes || count > 0) {
         /* enqueue as many DMAs as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < D2H_WINDOW) {
@@ -369,7 +418,7 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
         }
         if (count == 0) {
             if (status == CUDA_SUCCESS && next_off == 0)
-                return false; /* no chunk at all: nothing done yet, let the driver copy */
+                return; /* no chunk at all: nothing done yet, let the driver copy */
             if (status == CUDA_SUCCESS && next_off < bytes) {
                 /* no chunk for the rest: the driver copies it on the same stream (into pageable
                  * memory that returns when complete) */
@@ -384,19 +433,16 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
         if (waited < count) {
             struct d2h_slot *s = &ring[(head + waited) % D2H_WINDOW];
             s->waited = pool_wait(s->ch);
-            unsigned copying = D2H_COPYING;
             if (s->waited == CUDA_SUCCESS && status == CUDA_SUCCESS) {
                 if (recycle) /* this piece arrived: its blocks are written in full from now on */
                     recycle_fill((char *)dst + s->off, s->n);
                 workers_start(&s->job, (char *)dst + s->off, s->ch->ptr, s->n, dst_kind, team);
                 s->copying = true;
-                if (s->job.team)
-                    copying = 1; /* the program's OpenMP team copies it out now (workers_finish) */
             } else if (status == CUDA_SUCCESS) {
                 status = s->waited;
             }
             waited++;
-            if (waited < copying && waited < count)
+            if (waited < D2H_COPYING && waited < count)
                 continue;
         }
         /* the oldest chunk: its copy-out done, the chunk goes back */
@@ -405,8 +451,28 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
         count--;
         waited--;
     }
-    if (status == CUDA_SUCCESS)
+    run->handled = true;
+    run->result = status;
+}
+
+bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstream stream, CUresult *result)
+{
+    fn_dtoh_async dma = (fn_dtoh_async)driver_real(ENTRY_dtoh_async);
+    struct omp_probe probe;
+    omp_team_probe_begin(&probe);
+    if (!dma || !stage_safe(c, src, bytes, stream))
+        return false;
+    struct d2h_run run = {.c = c, .dst = dst, .src = src, .bytes = bytes, .stream = stream, .dma = dma};
+    /* fresh destinations: fewer first-touch faults, each a huge page one thread zeroes */
+    run.dst_kind = hugepage_advise_write(dst, bytes) ? WORKERS_DST_MAY_FAULT_HUGE : WORKERS_DST_MAY_FAULT;
+    /* and, where freed allocations' pages are kept, those instead of new ones (recycle.h) */
+    run.recycle = run.dst_kind == WORKERS_DST_MAY_FAULT_HUGE && recycle_wanted(dst, bytes);
+    run.team = omp_team_probe_end(&probe); /* whether the program's OpenMP team spins */
+    workers_with_team(run.team, d2h_pipeline, &run);
+    if (!run.handled)
+        return false;
+    if (run.result == CUDA_SUCCESS)
         c->action = ACTION_STAGED;
-    *result = status;
+    *result = run.result;
     return true;
 }

@@ -156,6 +156,7 @@ static size_t part_offset(const struct workers_job *j, unsigned index)
  * a thread with nothing else to do may take the part's next unit. */
 #define STEAL_UNIT WORKERS_MIN_PART
 static unsigned sleepers; /* workers waiting for work (atomic; changed under the lock) */
+static unsigned posted;   /* jobs queued so far (atomic; changed under the lock): what team helpers watch */
 
 static unsigned part_units(const struct workers_job *j, unsigned index)
 {
@@ -413,15 +414,57 @@ static bool help_locked(void)
     return true;
 }
 
-/* A thread of the program's OpenMP team (the owner among them) copying parts of j, as a worker. */
-static void team_member(void *arg)
+/* A staged copy run with the caller's OpenMP team (workers_with_team). */
+struct team_session {
+    void (*body)(void *);
+    void *arg;
+    bool over; /* body returned (atomic) */
+};
+
+static void team_owner(void *arg)
 {
-    struct workers_job *j = arg;
+    struct team_session *t = arg;
+    t->body(t->arg);
+    __atomic_store_n(&t->over, true, __ATOMIC_RELEASE);
+}
+
+/* While a helper finds nothing to take, it spins this many pauses between looks at the queue (a
+ * few microseconds), sooner when a job is queued: a part others may take (stealing) is not
+ * announced to the team. */
+#define TEAM_IDLE_SPINS 2000
+
+/* Another thread of the team: takes parts of queued jobs, as a worker does, until the owner's body
+ * has returned (by then the owner's own jobs are all done). Spins rather than sleeps: the program
+ * left these threads spinning, and they spin on after the region anyway. */
+static void team_helper(void *arg)
+{
+    struct team_session *t = arg;
     pinshim_enter();
-    pthread_mutex_lock(&lock);
-    work_unlocked(j, drain);
-    pthread_mutex_unlock(&lock);
+    while (!__atomic_load_n(&t->over, __ATOMIC_ACQUIRE)) {
+        unsigned seen = __atomic_load_n(&posted, __ATOMIC_ACQUIRE);
+        pthread_mutex_lock(&lock);
+        for (struct workers_job *j; (j = job_to_join(true)) && !__atomic_load_n(&t->over, __ATOMIC_RELAXED);)
+            work_unlocked(j, drain);
+        pthread_mutex_unlock(&lock);
+        for (int i = 0; i < TEAM_IDLE_SPINS && __atomic_load_n(&posted, __ATOMIC_ACQUIRE) == seen &&
+                        !__atomic_load_n(&t->over, __ATOMIC_ACQUIRE);
+             i++) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
     pinshim_leave();
+}
+
+void workers_with_team(unsigned team, void (*body)(void *), void *arg)
+{
+    if (team < 2) {
+        body(arg);
+        return;
+    }
+    struct team_session t = {body, arg, false};
+    omp_team_run(team_owner, team_helper, &t);
 }
 
 void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind,
@@ -468,6 +511,7 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
     else
         queue_head = j;
     queue_tail = j;
+    __atomic_add_fetch(&posted, 1, __ATOMIC_RELEASE);
     if (j->resident) { /* only the workers that copy into pool chunks, as many as may take part */
         unsigned wake = j->parts - 1 < threads - 1 ? j->parts - 1 : threads - 1;
         if (j->team) /* the team's threads besides the owner stand for as many workers */
@@ -487,12 +531,7 @@ void workers_finish(struct workers_job *j)
         copy_bytes(j, j->dst, j->src, j->bytes);
         return;
     }
-    unsigned mine = 0;
-    if (j->team)
-        omp_team_run(team_member, j);
-    else
-        mine = drain(j);
-
+    unsigned mine = drain(j);
     pthread_mutex_lock(&lock);
     j->done += mine;
     /* While workers end their parts of j, take parts of later copies (this caller's next chunks),

@@ -1,8 +1,8 @@
 /* workers.h: a persistent pool of threads that memcpy large buffers in parallel, for staging.
  * The calling thread always takes part in its own copy, so a copy completes even when every worker
- * is busy with other program threads' copies (no deadlock, FIFO fairness between callers). A copy
- * may also be given the caller's spinning OpenMP team (omp_team.h): its threads then copy in
- * workers_finish, in place of as many workers, which are not woken for it.
+ * is busy with other program threads' copies (no deadlock, FIFO fairness between callers). A staged
+ * copy may also be run with the caller's spinning OpenMP team (omp_team.h, workers_with_team): its
+ * threads then take parts of the queued jobs in place of as many workers, which are not woken.
  * Threads start on first use, each asking for the scheduler slice of the stage_slice_us key (if
  * set); the count is the stage_threads key (calling thread included); a copy
  * into a pool chunk (WORKERS_DST_RESIDENT) is shared by at most stage_h2d_threads of them, all such
@@ -34,7 +34,7 @@ struct workers_job {
     unsigned done;    /* units finished (under the lock) */
     unsigned holders; /* threads other than the owner holding a pointer to this job (under the lock) */
     bool resident;    /* WORKERS_DST_RESIDENT: only the workers that serve pool chunks take part */
-    unsigned team;    /* threads of the program's OpenMP team that copy it with its owner (omp_team.h), or 0 */
+    unsigned team;    /* threads of the program's OpenMP team serving as workers (workers_with_team), or 0 */
     struct workers_job *queue_next;
     pthread_cond_t finished;
     unsigned unit_next[WORKERS_MAX]; /* with stealing: each part's next unit to take (atomic) */
@@ -58,11 +58,21 @@ void workers_memcpy(void *dst, const void *src, size_t bytes, enum workers_dst d
 /* The same in two steps, so that a caller can keep several copies going (a pipeline): start queues
  * the copy and returns at once; finish makes the caller take part (in this copy, then in other
  * queued ones while workers end theirs) and returns when every byte of j is copied. Every started
- * job must be finished, in any order. team: the size of the caller's spinning OpenMP team
- * (omp_team_probe_end), whose threads copy j in workers_finish in place of as many workers; 0 for none. */
+ * job must be finished, in any order. team: the size of the caller's spinning OpenMP team when
+ * the caller runs inside workers_with_team (its threads copy j in place of as many workers, which
+ * are not woken for it), else 0. */
 void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind,
                    unsigned team);
 void workers_finish(struct workers_job *j);
+
+/* Runs body(arg) on the caller, the main thread of a spinning OpenMP team of `team` threads
+ * (omp_team_probe_end; the caller included), in one parallel region whose other threads take parts
+ * of queued jobs as workers do until body returns; body starts and finishes its jobs with `team`.
+ * One region for a whole staged copy rather than one per job: a region waits for all its threads
+ * to start and end, and one the scheduler kept off its core for a slice (3-4 ms on an H100 host)
+ * held every region of a copy back (64 MiB fresh tensors .to("cuda"): 7-9 copies in 300 took
+ * 6-31 ms against a median of 2.1, one region per 16 MiB piece). With team < 2, body(arg) alone. */
+void workers_with_team(unsigned team, void (*body)(void *), void *arg);
 
 /* Faults [mem, mem+bytes) in for writing with the workers and the calling thread, each taking whole
  * 2 MiB blocks (a huge page where the mapping has them): for a pool slab, which one thread faulted in
