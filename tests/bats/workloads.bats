@@ -185,6 +185,7 @@ case "\$1" in
     m=\$((30 + 20 * n)); c=\$((7 * n))
     echo '{"inprocess": "item", "forward_ns": 10000, "median_ns": '\$m', "q1_ns": '\$((m - 5))', "q3_ns": '\$((m + 5))', "mean_ns": 999, "se_ns": 1, "groups": 200, "ops": 100}'
     echo '{"inprocess": "4KB pinned nb", "forward_ns": 10000, "median_ns": 150, "q1_ns": 100, "q3_ns": 200, "mean_ns": 150, "se_ns": 3, "groups": 200, "ops": 100}'
+    echo '{"inprocess": "DataLoader pinned", "forward_ns": 100000, "median_ns": 200, "q1_ns": -2000, "q3_ns": 2400, "mean_ns": 0, "se_ns": 1, "groups": 25, "ops": 6}'
     echo '{"inprocess": "control (no CUDA)", "forward_ns": 5000, "median_ns": '\$c', "q1_ns": '\$((c - 2))', "q3_ns": '\$((c + 2))', "mean_ns": 0, "se_ns": 1, "groups": 200, "ops": 100}' ;;
 *) exec python3 "\$@" ;;
 esac
@@ -201,6 +202,8 @@ EOF
     grep -E '^item +10000 ns +\+60.0 \+- 20.0 ns +0.60% +<=1% +PASS +2 \(\+50, \+70\)$' "$WORK/out.txt"
     # 4KB pinned nb: both +150, quartiles 100..200 over 200 groups: each median's error 6.57, pooled 4.65
     grep -E '^4KB pinned nb +10000 ns +\+150.0 \+- 9.3 ns +1.50% +<=1% +MISS +2 \(\+150, \+150\)$' "$WORK/out.txt"
+    # DataLoader pinned: +200 (0.20 %), but quartiles 4400 apart over 25 groups: an error of 1.16 %
+    grep -E '^DataLoader pinned +100000 ns +\+200.0 \+- 1156.2 ns +0.20% +<=1% +WIDE +2 \(\+200, \+200\)$' "$WORK/out.txt"
     # the control: +7 and +14, error 7: not within it, and said so
     grep -E '^control \(no CUDA\) +5000 ns +\+10.5 \+- 7.0 ns .* UNFAIR ' "$WORK/out.txt"
     grep -F 'note inprocess: the control row differs by more than its error' "$WORK/out.txt"

@@ -27,7 +27,7 @@ row, timed in the same blocks, shows it), so long blocks pair a fast block with 
 spread the differences by more than the shim's cost; short adjacent blocks share the level.
 
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K] [--json]
-(default 200 groups of 100 operations; the DataLoader row a quarter as many groups; --json adds one JSON line per workload, as the suite's
+(default 200 groups of 100 operations; the DataLoader row an eighth as many groups; --json adds one JSON line per workload, as the suite's
 tests/bench/workloads/inprocess.py reads them). Needs PyTorch and a GPU; prints a line and exits 0
 without them. Never asserts a timing."""
 import argparse
@@ -42,7 +42,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "wor
 import wl  # noqa: E402  (the suite's helpers: the DataLoader row's pipeline)
 
 FRESH_BYTES = 1 << 20
-LOADER_BATCHES = 2  # DataLoader batches a block (about 13 ms each on an H100 host)
+LOADER_BATCHES = 6  # DataLoader batches a block, one per worker (each 13-18 ms on H100 hosts): with 2 a
+# block, the batches' uneven arrival spread the paired differences by +-4 ms (2 processes, H100)
 LOADER_WARMUP = 12  # batches before the first block: the workers' start
 
 
@@ -74,7 +75,7 @@ def main():
     base = torch.arange(FRESH_BYTES // 4, dtype=torch.float32)
     fresh_ops = max(1, ops // 20)  # a 1 MiB copy takes some 20 times a small one
     step = mlp_step(torch, dev)
-    loader_groups = max(4, args.groups // 4)
+    loader_groups = max(4, args.groups // 8)
     next_batches = loader_batches(torch, dev, LOADER_WARMUP + (3 + 4 * loader_groups) * LOADER_BATCHES)
 
     turn = [0]
