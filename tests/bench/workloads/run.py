@@ -651,7 +651,7 @@ def versions_line(ctx):
     return "# versions: " + (", ".join("%s %s" % kv for kv in sorted(seen.items())) or "none seen")
 
 
-INPROCESS_EST_S = 27.0  # one process of inprocess_ab.py and observe_ab (13.5 s on an H200, 2026-11-27, before the DataLoader row: about 12 s more)
+INPROCESS_EST_S = 36.0  # one process of inprocess_ab.py and observe_ab (an H100 instance, 2026-11-27, with the DataLoader row)
 
 
 def plan_line(ctx, workloads):
