@@ -156,7 +156,8 @@ static size_t part_offset(const struct workers_job *j, unsigned index)
  * a thread with nothing else to do may take the part's next unit. */
 #define STEAL_UNIT WORKERS_MIN_PART
 static unsigned sleepers; /* workers waiting for work (atomic; changed under the lock) */
-static unsigned posted;   /* jobs queued so far (atomic; changed under the lock): what team helpers watch */
+static unsigned posted;   /* jobs queued and parts opened to stealing in a team's jobs (atomic): what
+                           * team helpers watch (workers_with_team) */
 
 static unsigned part_units(const struct workers_job *j, unsigned index)
 {
@@ -201,8 +202,12 @@ static unsigned work_part(struct workers_job *j, unsigned index)
     }
     unsigned n = part_units(j, index), mine = 0;
     for (unsigned unit; (unit = __atomic_fetch_add(&j->unit_next[index], 1, __ATOMIC_RELAXED)) < n; mine++) {
-        if (unit == 1 && n > 2 && !j->team) /* a team's threads are all at work already */
-            announce_stealable();
+        if (unit == 1 && n > 2) {
+            if (j->team) /* the team's threads watch the count, spinning */
+                __atomic_add_fetch(&posted, 1, __ATOMIC_RELEASE);
+            else
+                announce_stealable();
+        }
         copy_unit(j, index, unit);
     }
     return mine;
@@ -428,9 +433,9 @@ static void team_owner(void *arg)
     __atomic_store_n(&t->over, true, __ATOMIC_RELEASE);
 }
 
-/* While a helper finds nothing to take, it spins this many pauses between looks at the queue (a
- * few microseconds), sooner when a job is queued: a part others may take (stealing) is not
- * announced to the team. */
+/* While a helper finds nothing to take, it looks at the queue again when `posted` changes, and
+ * at the latest after this many pauses (tens of microseconds: a pause takes 10-150 cycles,
+ * depending on the CPU), in case a change was missed. */
 #define TEAM_IDLE_SPINS 2000
 
 /* Another thread of the team: takes parts of queued jobs, as a worker does, until the owner's body

@@ -6,8 +6,9 @@
  * jobs are kept started at once, finished oldest first, as stage.c does; a copy into huge pages
  * has units of its blocks taken by other threads only after each block's first; workers_populate
  * faults in exactly its range; pipelines of copies, owners helping their next ones while they wait,
- * all end (a hang fails by alarm); the same copies with the program's OpenMP team (omp_team.h)
- * taking parts give the same bytes, its threads copying some. Built with -fopenmp. Prints
+ * all end (a hang fails by alarm); the same copies run inside workers_with_team (one parallel
+ * region of the program's OpenMP team, as stage.c runs a copy's pipeline) give the same bytes, the
+ * team's other threads copying some parts. Built with -fopenmp. Prints
  * "workers: N cases identical" or the first problem and exits 1. */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -159,6 +160,31 @@ static int check_parts(const struct workers_job *j, bool huge_kind)
     return 0;
 }
 
+/* One copy as three jobs at once over thirds of it, finished oldest first; bad: a job's parts were
+ * cut wrong (said on stdout; every started job is still finished). */
+struct thirds {
+    unsigned char *dst;
+    const unsigned char *src;
+    size_t n;
+    int kind;
+    unsigned team;
+    bool bad;
+};
+
+static void copy_in_thirds(void *arg)
+{
+    struct thirds *r = arg;
+    struct workers_job jobs[3];
+    size_t third = r->n / 3, at[4] = {0, third, 2 * third, r->n};
+    for (int q = 0; q < 3; q++) {
+        workers_start(&jobs[q], r->dst + at[q], r->src + at[q], at[q + 1] - at[q], r->kind, r->team);
+        if (check_parts(&jobs[q], r->kind == WORKERS_DST_MAY_FAULT_HUGE))
+            r->bad = true;
+    }
+    for (int q = 0; q < 3; q++)
+        workers_finish(&jobs[q]);
+}
+
 int main(void)
 {
     const size_t span = 40 * MiB;
@@ -200,17 +226,13 @@ int main(void)
                         memset(dst - GUARD, 0xA5, n + 2 * GUARD);
                         memset(want, 0xA5, n + 2 * GUARD);
                         memcpy(want + GUARD, src, n);
-                        /* three jobs at once over thirds of the copy, finished oldest first */
-                        struct workers_job jobs[3];
-                        size_t third = n / 3, at[4] = {0, third, 2 * third, n};
-                        for (int q = 0; q < 3; q++) {
-                            workers_start(&jobs[q], dst + at[q], src + at[q], at[q + 1] - at[q], kind,
-                                          with_team ? team : 0);
-                            if (check_parts(&jobs[q], kind == WORKERS_DST_MAY_FAULT_HUGE))
-                                return 1;
-                        }
-                        for (int q = 0; q < 3; q++)
-                            workers_finish(&jobs[q]);
+                        struct thirds r = {dst, src, n, kind, with_team ? team : 0, false};
+                        if (with_team) /* as stage.c runs a copy's pipeline with the team */
+                            workers_with_team(team, copy_in_thirds, &r);
+                        else
+                            copy_in_thirds(&r);
+                        if (r.bad)
+                            return 1;
                         if (memcmp(dst - GUARD, want, n + 2 * GUARD) != 0) {
                             printf("workers: differs from memcpy: %u threads%s, kind %d, streaming %d, dst offset %zu, "
                                    "%zu bytes\n", threads, with_team ? " and the OpenMP team" : "", kind, streaming,
