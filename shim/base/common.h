@@ -19,6 +19,15 @@
  * per source file (in a PyTorch process the shim's code is cold at every call). */
 #define PINSHIM_HOT __attribute__((hot))
 
+/* One pause of a spin-wait loop (the CPU's hint that this thread waits on memory; 10-150 cycles
+ * depending on the CPU); nothing where there is no such instruction. */
+static inline void pinshim_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 /* For readers of a lock-free table whose slots another thread fills after claiming them: spins
  * (at most `spins` pauses) while *state == filling; returns the state seen last, which is still
  * `filling` when the filler did not finish in time (the reader then treats the slot as unusable). */
@@ -26,9 +35,7 @@ static inline int pinshim_spin_while(const int *state, int filling, int spins)
 {
     int st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
     for (int i = 0; st == filling && i < spins; i++) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
+        pinshim_pause();
         st = __atomic_load_n(state, __ATOMIC_ACQUIRE);
     }
     return st;

@@ -186,6 +186,19 @@ static void h2d_release(struct pool_chunk *ch, bool dma_queued, CUstream stream)
         pool_release_idle(ch); /* no DMA was queued from it */
 }
 
+/* What stage_h2d and stage_d2h return once their pipeline ran: false where it did nothing (the
+ * driver copies it); else true with the program's result in *result, the copy staged if that is a
+ * success. */
+static bool pipeline_outcome(struct copy *c, bool handled, CUresult r, CUresult *result)
+{
+    if (!handled)
+        return false;
+    if (r == CUDA_SUCCESS)
+        c->action = ACTION_STAGED;
+    *result = r;
+    return true;
+}
+
 /* One staged H2D, for its pipeline (h2d_pipeline), which may run in a region of the program's
  * OpenMP team (workers_with_team). */
 struct h2d_run {
@@ -296,15 +309,9 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
     struct h2d_run run = {.c = c, .dst = dst, .src = src, .bytes = bytes, .stream = stream, .dma = dma,
                           .team = omp_team_probe_end(&probe)}; /* whether the program's OpenMP team spins */
     workers_with_team(run.team, h2d_pipeline, &run);
-    if (!run.handled)
-        return false;
-    if (run.result == CUDA_SUCCESS) {
-        c->action = ACTION_STAGED;
-        if (omp_team_may_compete(&probe))
-            spinners_note_once(); /* an OpenMP runtime whose threads may compete with ours: advice */
-    }
-    *result = run.result;
-    return true;
+    if (run.handled && run.result == CUDA_SUCCESS && omp_team_may_compete(&probe))
+        spinners_note_once(); /* an OpenMP runtime whose threads may compete with ours: advice */
+    return pipeline_outcome(c, run.handled, run.result, result);
 }
 
 /* D2H: up to D2H_WINDOW chunks in flight. Chunk i+1's DMA runs while chunk i is copied out, and
@@ -469,10 +476,5 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
     run.recycle = run.dst_kind == WORKERS_DST_MAY_FAULT_HUGE && recycle_wanted(dst, bytes);
     run.team = omp_team_probe_end(&probe); /* whether the program's OpenMP team spins */
     workers_with_team(run.team, d2h_pipeline, &run);
-    if (!run.handled)
-        return false;
-    if (run.result == CUDA_SUCCESS)
-        c->action = ACTION_STAGED;
-    *result = run.result;
-    return true;
+    return pipeline_outcome(c, run.handled, run.result, result);
 }

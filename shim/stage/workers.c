@@ -434,8 +434,8 @@ static void team_owner(void *arg)
 }
 
 /* While a helper finds nothing to take, it looks at the queue again when `posted` changes, and
- * at the latest after this many pauses (tens of microseconds: a pause takes 10-150 cycles,
- * depending on the CPU), in case a change was missed. */
+ * at the latest after this many pauses (tens of microseconds: pinshim_pause), in case a change
+ * was missed. */
 #define TEAM_IDLE_SPINS 2000
 
 /* Another thread of the team: takes parts of queued jobs, as a worker does, until the owner's body
@@ -453,11 +453,8 @@ static void team_helper(void *arg)
         pthread_mutex_unlock(&lock);
         for (int i = 0; i < TEAM_IDLE_SPINS && __atomic_load_n(&posted, __ATOMIC_ACQUIRE) == seen &&
                         !__atomic_load_n(&t->over, __ATOMIC_ACQUIRE);
-             i++) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        }
+             i++)
+            pinshim_pause();
     }
     pinshim_leave();
 }

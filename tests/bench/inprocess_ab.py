@@ -125,19 +125,18 @@ def main():
         seconds, n = run()
         return seconds / n * 1e9
 
-    workloads = (("item", lambda: timed(item, ops)),
-                 ("4KB pageable", lambda: timed(copies(small), ops)),
-                 ("4KB pageable nb", lambda: timed(copies(small, non_blocking=True), ops)),
-                 ("4KB pinned nb", lambda: timed(copies(pinned, non_blocking=True), ops)),
-                 ("event record+query", lambda: timed(events, ops)),
-                 ("1MB fresh pageable", lambda: timed(fresh, fresh_ops)),
-                 ("MLP step", lambda: timed(step, 1)),
-                 ("DataLoader pinned", lambda: timed(next_batches, LOADER_BATCHES)),
-                 ("control (no CUDA)", lambda: timed(control, ops)))
+    workloads = (("item", lambda: timed(item, ops), args.groups),  # (row, block, groups)
+                 ("4KB pageable", lambda: timed(copies(small), ops), args.groups),
+                 ("4KB pageable nb", lambda: timed(copies(small, non_blocking=True), ops), args.groups),
+                 ("4KB pinned nb", lambda: timed(copies(pinned, non_blocking=True), ops), args.groups),
+                 ("event record+query", lambda: timed(events, ops), args.groups),
+                 ("1MB fresh pageable", lambda: timed(fresh, fresh_ops), args.groups),
+                 ("MLP step", lambda: timed(step, 1), args.groups),
+                 ("DataLoader pinned", lambda: timed(next_batches, LOADER_BATCHES), loader_groups),
+                 ("control (no CUDA)", lambda: timed(control, ops), args.groups))
     print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
                                              "mean +- 2 se", "ratio"))
-    for name, fn in workloads:
-        groups = loader_groups if name == "DataLoader pinned" else args.groups
+    for name, fn, groups in workloads:
         for _ in range(3):
             block(fn, True)
         fwd, obs, diffs = [], [], []
