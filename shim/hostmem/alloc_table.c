@@ -1,35 +1,34 @@
 /* alloc_table.c: the table of tracked host allocations (see alloc_table.h).
+ * The records sit in an array of (base, record) slots sorted by base, so that a search reads the
+ * bases only (a few lines) and touches one record, the one it finds. A removal leaves a hole (the
+ * slot keeps its base, its record is NULL) rather than moving the slots after it, and an addition
+ * fills a hole next to its place when there is one: a program that frees a buffer and allocates the
+ * next one at the same address each step moves no slot. The holes are squeezed out when they grow
+ * past an eighth of the records (and 8), which bounds how far a search steps back over them.
  * A registered range lies inside its allocation (the cache registers its whole pages only); range
  * queries still look one page either side of the sorted bases, which costs nothing here. */
 #define _GNU_SOURCE
-#include "alloc_next.h"
-
-#define HASH_NONFATAL_OOM 1 /* out of memory: the record is not added, the program goes on */
-#define uthash_nonfatal_oom(r) (add_failed = true)
-#define uthash_malloc(sz) alloc_next_malloc(sz) /* the table's memory never passes the hooks */
-#define uthash_free(ptr, sz) alloc_next_free(ptr)
-/* The key is a base address: one multiplication spreads it (Fibonacci hashing of its 16-byte
- * granule), where uthash's default, Jenkins' hash over its 8 bytes, ran some 60 instructions at each
- * tracked allocation and free. */
-#define HASH_FUNCTION(keyptr, keylen, hashv)                                                        \
-    ((hashv) = (unsigned)((*(const uint64_t *)(const void *)(keyptr) >> 4) * 0x9E3779B97F4A7C15ull >> 32))
-static _Bool add_failed;
 #include "alloc_table.h"
 
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc_next.h"
 #include "base/page_memo.h"
 #include "plain_pages.h"
+
+struct slot {
+    uintptr_t base;
+    struct alloc_rec *rec; /* NULL: a hole */
+};
 
 static pthread_mutex_t table_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t table_cond = PTHREAD_COND_INITIALIZER;
 static __thread bool holding __attribute__((tls_model("initial-exec")));
 
-static struct alloc_rec *by_base;  /* uthash head */
-static struct alloc_rec **sorted;  /* by base */
-static size_t sorted_count, sorted_capacity;
+static struct slot *slots; /* bases strictly increasing, holes included */
+static size_t slot_count, slot_capacity, hole_count;
 static uint64_t next_seq = 1;
 static uintptr_t page_bytes;
 
@@ -68,19 +67,46 @@ static uintptr_t page(void)
     return page_bytes;
 }
 
-/* Index of the first record with base > p. */
+/* Index of the first slot with base > p. */
 static size_t upper_bound(uintptr_t p)
 {
-    size_t lo = 0, hi = sorted_count;
+    size_t lo = 0, hi = slot_count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (sorted[mid]->base <= p)
+        if (slots[mid].base <= p)
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
 }
+
+/* The record of the last slot before index i that holds one, or NULL (with its index in *at). */
+static struct alloc_rec *record_before(size_t i, size_t *at)
+{
+    while (i > 0) {
+        i--;
+        if (slots[i].rec) {
+            if (at)
+                *at = i;
+            return slots[i].rec;
+        }
+    }
+    return NULL;
+}
+
+/* Squeezes the holes out (the slots keep their order). */
+static void close_holes(void)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < slot_count; i++)
+        if (slots[i].rec)
+            slots[kept++] = slots[i];
+    slot_count = kept;
+    hole_count = 0;
+}
+
+static bool too_many_holes(void) { return hole_count > 8 + (slot_count - hole_count) / 8; }
 
 static bool has_registration(const struct alloc_rec *r)
 {
@@ -122,16 +148,36 @@ void alloc_table_free_rec(struct alloc_rec *r)
         alloc_next_free(r);
 }
 
-bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
+/* Puts r in its place: a hole beside it, or a slot made by moving the later ones up. */
+static bool place(struct alloc_rec *r)
 {
-    if (sorted_count == sorted_capacity) {
-        size_t cap = sorted_capacity ? sorted_capacity * 2 : 256;
-        struct alloc_rec **grown = alloc_next_realloc(sorted, cap * sizeof *grown);
+    size_t i = upper_bound(r->base);
+    size_t hole = i > 0 && !slots[i - 1].rec ? i - 1 : i < slot_count && !slots[i].rec ? i : SIZE_MAX;
+    if (hole != SIZE_MAX) { /* bases stay increasing: slots[i - 1].base <= r->base < slots[i].base */
+        slots[hole] = (struct slot){r->base, r};
+        hole_count--;
+        return true;
+    }
+    if (slot_count == slot_capacity) {
+        if (hole_count) {
+            close_holes();
+            return place(r);
+        }
+        size_t cap = slot_capacity ? slot_capacity * 2 : 256;
+        struct slot *grown = alloc_next_realloc(slots, cap * sizeof *grown);
         if (!grown)
             return false;
-        sorted = grown;
-        sorted_capacity = cap;
+        slots = grown;
+        slot_capacity = cap;
     }
+    memmove(&slots[i + 1], &slots[i], (slot_count - i) * sizeof *slots);
+    slots[i] = (struct slot){r->base, r};
+    slot_count++;
+    return true;
+}
+
+bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
+{
     struct alloc_rec *r = new_record();
     if (!r)
         return false;
@@ -139,16 +185,10 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
     r->size = size;
     r->origin = origin;
     r->seq = next_seq++;
-    add_failed = false;
-    HASH_ADD(hh, by_base, base, sizeof r->base, r);
-    if (add_failed) {
+    if (!place(r)) {
         alloc_table_free_rec(r);
         return false;
     }
-    size_t i = upper_bound(base);
-    memmove(&sorted[i + 1], &sorted[i], (sorted_count - i) * sizeof *sorted);
-    sorted[i] = r;
-    sorted_count++;
     page_memo_raise(&untracked_pages);
     plain_pages_changed();
     alloc_events_watch(base);
@@ -157,22 +197,21 @@ bool alloc_table_add(uintptr_t base, size_t size, enum alloc_origin origin)
 
 struct alloc_rec *alloc_table_find_base(uintptr_t base)
 {
-    struct alloc_rec *r = NULL;
-    HASH_FIND(hh, by_base, &base, sizeof base, r);
-    return r;
+    size_t i = upper_bound(base);
+    return i > 0 && slots[i - 1].base == base ? slots[i - 1].rec : NULL; /* a hole's NULL too */
 }
 
 struct alloc_rec *alloc_table_containing(uintptr_t p)
 {
-    size_t i = upper_bound(p);
-    if (i > 0 && p < sorted[i - 1]->base + sorted[i - 1]->size)
-        return sorted[i - 1];
+    struct alloc_rec *r = record_before(upper_bound(p), NULL);
+    if (r && p < r->base + r->size)
+        return r;
     /* records do not overlap: the last one starting in or before p's page is the only candidate */
     uintptr_t lo, hi;
     page_memo_bounds(p, &lo, &hi);
-    i = upper_bound(hi - 1);
+    r = record_before(upper_bound(hi - 1), NULL);
     /* the lock is held: the table has not changed since the search, so the answer is fresh */
-    if (i == 0 || sorted[i - 1]->base + sorted[i - 1]->size <= lo)
+    if (!r || r->base + r->size <= lo)
         page_memo_put(&untracked_pages, p, page_memo_generation(&untracked_pages), 0);
     return NULL;
 }
@@ -182,33 +221,35 @@ PINSHIM_HOT bool alloc_table_may_hold(uintptr_t p)
     return page_memo_get(&untracked_pages, p, page_memo_generation(&untracked_pages)) < 0;
 }
 
+/* The index of the first slot a range query starting at lo looks at: the last record starting
+ * a page or more before lo (it may reach into the range), else the first slot after. */
+static size_t first_near(uintptr_t lo)
+{
+    uintptr_t reach = page();
+    size_t i = upper_bound(lo > reach ? lo - reach : 0), at;
+    return record_before(i, &at) ? at : i;
+}
+
 void alloc_table_each_overlapping(uintptr_t lo, uintptr_t hi, void (*fn)(struct alloc_rec *, void *), void *arg)
 {
     uintptr_t reach = page();
-    size_t i = upper_bound(lo > reach ? lo - reach : 0);
-    if (i > 0)
-        i--;
-    while (i < sorted_count && sorted[i]->base < hi + reach) {
-        struct alloc_rec *r = sorted[i];
+    for (size_t i = first_near(lo); i < slot_count && slots[i].base < hi + reach; i++) {
+        struct alloc_rec *r = slots[i].rec;
         uintptr_t rlo, rhi;
+        if (!r)
+            continue;
         extent(r, &rlo, &rhi);
-        size_t before = sorted_count;
         if (rlo < hi && lo < rhi)
             fn(r, arg);
-        if (sorted_count == before) /* fn removed r: the next record moved into slot i */
-            i++;
     }
 }
 
 struct alloc_rec *alloc_table_registration_overlapping(uintptr_t lo, uintptr_t hi)
 {
     uintptr_t reach = page();
-    size_t i = upper_bound(lo > reach ? lo - reach : 0);
-    if (i > 0)
-        i--;
-    for (; i < sorted_count && sorted[i]->base < hi + reach; i++) {
-        struct alloc_rec *r = sorted[i];
-        if (has_registration(r) && r->reg_lo < hi && lo < r->reg_hi)
+    for (size_t i = first_near(lo); i < slot_count && slots[i].base < hi + reach; i++) {
+        struct alloc_rec *r = slots[i].rec;
+        if (r && has_registration(r) && r->reg_lo < hi && lo < r->reg_hi)
             return r;
     }
     return NULL;
@@ -216,21 +257,25 @@ struct alloc_rec *alloc_table_registration_overlapping(uintptr_t lo, uintptr_t h
 
 void alloc_table_each(void (*fn)(struct alloc_rec *, void *), void *arg)
 {
-    for (size_t i = 0; i < sorted_count; i++)
-        fn(sorted[i], arg);
+    for (size_t i = 0; i < slot_count; i++)
+        if (slots[i].rec)
+            fn(slots[i].rec, arg);
 }
 
 void alloc_table_remove(struct alloc_rec *r)
 {
     if (r->detached)
         return;
-    HASH_DELETE(hh, by_base, r);
     size_t i = upper_bound(r->base);
-    while (i > 0 && sorted[i - 1] != r) /* equal bases cannot coexist; this walks at most one step */
-        i--;
-    if (i > 0) {
-        memmove(&sorted[i - 1], &sorted[i], (sorted_count - i) * sizeof *sorted);
-        sorted_count--;
+    if (i > 0 && slots[i - 1].rec == r) {
+        slots[i - 1].rec = NULL;
+        hole_count++;
+        while (slot_count && !slots[slot_count - 1].rec) { /* holes at the end go at once */
+            slot_count--;
+            hole_count--;
+        }
+        if (too_many_holes())
+            close_holes();
     }
     /* no memo changes: a page they remember as untracked or plain is still so with a record less
      * (a program freeing a fresh batch each step keeps its small copies' answers) */
@@ -245,9 +290,8 @@ void alloc_table_forget_all(void)
     table_mutex = fresh_mutex;
     table_cond = fresh_cond;
     holding = false;
-    by_base = NULL; /* the parent's records are left behind (a bounded leak), never walked */
-    sorted = NULL;
-    sorted_count = sorted_capacity = 0;
+    slots = NULL; /* the parent's records are left behind (a bounded leak), never walked */
+    slot_count = slot_capacity = hole_count = 0;
     spare_count = 0;
     page_memo_raise(&untracked_pages);
     plain_pages_changed();

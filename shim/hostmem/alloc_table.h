@@ -1,9 +1,9 @@
 /* alloc_table.h: the program's large host allocations (malloc family and anonymous mmap at or above
  * track_min_bytes), each with its copy count and the registration the cache made on it.
- * Three views of one set of records: a uthash keyed by base (free, realloc: O(1)), an array sorted
- * by base (containment: which record holds an address, for copies and munmap), and the watched
- * bases of the allocation events (alloc_events_watch: a free of an untracked pointer decides in
- * one load, without the lock, and publishes nothing).
+ * Two views of one set of records: an array of (base, record) slots sorted by base (exact base:
+ * free, realloc; containment: which record holds an address, for copies and munmap), and the
+ * watched bases of the allocation events (alloc_events_watch: a free of an untracked pointer
+ * decides in one load, without the lock, and publishes nothing).
  * Contract: every function except alloc_table_maybe_base(), alloc_table_may_hold() and
  * alloc_table_forget_all() is called with the table lock held (alloc_table_lock). The table's own
  * memory comes from the next allocator directly (alloc_next.h), never through the hooks; events
@@ -17,8 +17,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <uthash.h>
-
 #include "alloc_events.h" /* enum alloc_origin, the watched bases */
 
 /* Where a record's registration stands. Only the cache (regcache.c) moves it. */
@@ -30,20 +28,20 @@ enum reg_state {
     REG_REFUSED        /* the driver refused: never tried again for this allocation */
 };
 
+/* What every copy and free reads comes first (one cache line when the record starts one). */
 struct alloc_rec {
     uintptr_t base;
     size_t size;
-    uint64_t seq; /* allocation order, for the log and for telling reuses of one address apart */
-    enum alloc_origin origin;
-    uint32_t copies;         /* copies that touched it while not registered */
-    enum reg_state state;
     uintptr_t reg_lo, reg_hi; /* the registered range, when state is REGISTERING..UNREGISTERING */
-    void *reg_ctx;            /* the context current at the registration (CUcontext): it ends with it */
-    uint64_t last_use;        /* registration-cache clock at the last copy: least recently used first */
+    enum reg_state state;
+    enum alloc_origin origin;
+    uint32_t copies;          /* copies that touched it while not registered */
     int busy;                 /* copies and registrations in progress that use this record */
     bool detached;            /* removed from the table; the last user frees it */
     bool huge_advised;        /* the program's last huge-page advice over it was MADV_HUGEPAGE */
-    UT_hash_handle hh;
+    uint64_t seq;             /* allocation order, for the log and for telling reuses of one address apart */
+    uint64_t last_use;        /* registration-cache clock at the last copy: least recently used first */
+    void *reg_ctx;            /* the context current at the registration (CUcontext): it ends with it */
 };
 
 void alloc_table_lock(void);
@@ -68,14 +66,15 @@ struct alloc_rec *alloc_table_containing(uintptr_t p);
  * record was added since (a record added meanwhile is as if added just after); else true. */
 bool alloc_table_may_hold(uintptr_t p);
 
-/* Calls fn on each record whose allocation or registered range overlaps [lo, hi). fn may remove
- * the record it is given. */
+/* Calls fn on each record whose allocation or registered range overlaps [lo, hi). fn must not add
+ * or remove records. */
 void alloc_table_each_overlapping(uintptr_t lo, uintptr_t hi, void (*fn)(struct alloc_rec *, void *), void *arg);
 
 /* The record whose registered range (state REGISTERING..UNREGISTERING) overlaps [lo, hi), or NULL. */
 struct alloc_rec *alloc_table_registration_overlapping(uintptr_t lo, uintptr_t hi);
 
-/* Calls fn on every record (eviction's scan for the least recently used). */
+/* Calls fn on every record (eviction's scan for the least recently used); fn must not add or
+ * remove records. */
 void alloc_table_each(void (*fn)(struct alloc_rec *, void *), void *arg);
 
 /* Takes the record out of every view and marks it detached; the caller now owns it. */

@@ -31,6 +31,13 @@ print(eval(sys.argv[2]))
 PY
 }
 
+@test "the allocation table answers as a plain list through random allocations, frees and registrations" {
+    run "$T/alloc_table_check"
+    echo "$output"
+    [ "$status" = 0 ]
+    [[ "$output" == "alloc_table: "*" steps as the list ("* ]]
+}
+
 @test "reuse: 8 buffers x 10 round trips are registered at the 3rd copy, then copied directly; bytes identical" {
     reused reuse reuse 8 10
     [ "$(reg reuse 'r["registrations"]')" = 8 ]
