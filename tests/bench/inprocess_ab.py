@@ -27,7 +27,7 @@ row, timed in the same blocks, shows it), so long blocks pair a fast block with 
 spread the differences by more than the shim's cost; short adjacent blocks share the level.
 
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K] [--json]
-(default 200 groups of 100 operations; the DataLoader row an eighth as many groups; --json adds one JSON line per workload, as the suite's
+[--only TEXT] (default 200 groups of 100 operations; the DataLoader row an eighth as many groups; --json adds one JSON line per workload, as the suite's
 tests/bench/workloads/inprocess.py reads them). Needs PyTorch and a GPU; prints a line and exits 0
 without them. Never asserts a timing."""
 import argparse
@@ -52,6 +52,7 @@ def main():
     p.add_argument("--groups", type=int, default=200, help="groups of four blocks per workload (default 200)")
     p.add_argument("--ops", type=int, default=100, help="operations per block, at most 1000 (default 100)")
     p.add_argument("--json", action="store_true", help="also print each workload's figures as a JSON line")
+    p.add_argument("--only", metavar="TEXT", help="only the rows whose name holds TEXT (and the control row)")
     args = p.parse_args()
     if not 1 <= args.ops <= 1000 or args.groups < 4:
         sys.exit("inprocess_ab.py: --ops must be 1 to 1000 and --groups at least 4, not %d and %d" % (args.ops,
@@ -136,7 +137,10 @@ def main():
                  ("control (no CUDA)", lambda: timed(control, ops), args.groups))
     print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
                                              "mean +- 2 se", "ratio"))
-    for name, fn, groups in workloads:
+    chosen = [w for w in workloads if not args.only or args.only.lower() in w[0].lower() or w[0].startswith("control")]
+    if len(chosen) == 1:
+        sys.exit("inprocess_ab.py: no row's name holds %r; the rows: %s" % (args.only, ", ".join(w[0] for w in workloads)))
+    for name, fn, groups in chosen:
         for _ in range(3):
             block(fn, True)
         fwd, obs, diffs = [], [], []
