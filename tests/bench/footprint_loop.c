@@ -6,13 +6,14 @@
  * cuStreamSynchronize (mode q, a small tensor's .cpu()), a cuEventRecord + cuEventQuery (mode e), or
  * a fresh 1 MiB malloc, its first byte written, cuMemcpyHtoDAsync of all of it, cuStreamSynchronize
  * and free (mode f: a CPU tensor made each step and copied, above the small copies' shortcut and
- * below staging: a tracked allocation, a described copy passed to the driver);
+ * below staging: a tracked allocation, a described copy passed to the driver), or the same with
+ * LIVE_BUFFERS other tracked 1 MiB allocations alive (mode g: the table a program holds);
  * each iteration opened by a store to `marker` (built without -pie, so that its address is the one
  * nm reads), the process's mappings to stderr at the end.
  * Meant for tests/bench/nullcuda.c (no driver work to trace). Two users: footprint.py traces it, and
  * the Makefile's profile-guided build runs every mode to train the library's layout.
  * Build: gcc -O2 -no-pie -I$CUDA_HOME/include footprint_loop.c -lcuda
- * Usage: footprint_loop N d|h|p|q|e|f */
+ * Usage: footprint_loop N d|h|p|q|e|f|g */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #define PAGEABLE_BUFFERS 1000
 #define FRESH_BYTES (1 << 20)
+#define LIVE_BUFFERS 100
 
 volatile long marker;
 
@@ -33,8 +35,8 @@ int main(int argc, char **argv)
     CUevent ev = NULL;
     void *pinned, *pageable[PAGEABLE_BUFFERS];
     CUdeviceptr d;
-    if (!mode || !strchr("dhpqef", mode) || n < 0) {
-        fprintf(stderr, "footprint_loop: usage: footprint_loop N d|h|p|q|e|f, not %s %s\n", argc > 1 ? argv[1] : "",
+    if (!mode || !strchr("dhpqefg", mode) || n < 0) {
+        fprintf(stderr, "footprint_loop: usage: footprint_loop N d|h|p|q|e|f|g, not %s %s\n", argc > 1 ? argv[1] : "",
                 argc > 2 ? argv[2] : "");
         return 2;
     }
@@ -47,6 +49,9 @@ int main(int argc, char **argv)
     for (int i = 0; (mode == 'p' || mode == 'q') && i < PAGEABLE_BUFFERS; i++)
         if (!(pageable[i] = calloc(1, 4096)))
             return 1;
+    for (int i = 0; mode == 'g' && i < LIVE_BUFFERS; i++) /* kept to the end */
+        if (!(pageable[i] = malloc(FRESH_BYTES)))
+            return 1;
     for (int i = 0; i < n; i++) {
         marker = i;
         if (mode == 'p') {
@@ -56,7 +61,7 @@ int main(int argc, char **argv)
         } else if (mode == 'q') {
             cuMemcpyDtoHAsync(pageable[i % PAGEABLE_BUFFERS], d, 4096, s);
             cuStreamSynchronize(s);
-        } else if (mode == 'f') {
+        } else if (mode == 'f' || mode == 'g') {
             char *fresh = malloc(FRESH_BYTES);
             if (!fresh)
                 return 1;
