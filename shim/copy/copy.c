@@ -21,15 +21,25 @@ static bool side_is_host(enum host_kind k) { return memkind_is_host(k) || k == K
  * read lock, on every copy. A larger side that is not one of the program's pinned or registered
  * ranges, but lies in an allocation the malloc hooks saw (a fresh CPU tensor), is pageable without
  * asking: with the caches cold after the program's own work, the driver's query took 1.9-2.2 us on
- * an H100 host (a fresh 1 MiB tensor's copy takes 160-200 us). */
-static enum host_kind side_kind(uintptr_t p, size_t bytes)
+ * an H100 host (a fresh 1 MiB tensor's copy takes 160-200 us). With `counted`, the same lookup
+ * counts the copy against that allocation when the cache wants nothing more of it, and says so
+ * (regcache_malloc_side). */
+static enum host_kind side_kind(uintptr_t p, size_t bytes, bool *counted)
 {
     if (copy_is_small(bytes))
         return memkind_of_small(p);
     enum host_kind k = memkind_of_table(p);
     if (k != KIND_UNKNOWN)
         return k;
-    return regcache_malloc_memory(p) ? KIND_PAGEABLE : memkind_of_driver(p);
+    switch (regcache_malloc_side(p, bytes, counted != NULL)) {
+    case MALLOC_SIDE_COUNTED:
+        *counted = true;
+        return KIND_PAGEABLE;
+    case MALLOC_SIDE_PAGEABLE:
+        return KIND_PAGEABLE;
+    default:
+        return memkind_of_driver(p);
+    }
 }
 
 PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst,
@@ -46,8 +56,8 @@ PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintp
     c->unstaged = UNSTAGED_NONE;
     c->completed = false;
     c->device = ctxdev_current(); /* cached per thread and context (observe/ctxdev.h) */
-    c->dst_kind = dst_kind == KIND_UNKNOWN ? side_kind(dst, bytes) : dst_kind;
-    c->src_kind = src_kind == KIND_UNKNOWN ? side_kind(src, bytes) : src_kind;
+    c->dst_kind = dst_kind == KIND_UNKNOWN ? side_kind(dst, bytes, NULL) : dst_kind;
+    c->src_kind = src_kind == KIND_UNKNOWN ? side_kind(src, bytes, NULL) : src_kind;
     regcache_view(c); /* memory the cache pinned is still pageable to the program */
 
     bool src_host = side_is_host(c->src_kind), dst_host = side_is_host(c->dst_kind);
@@ -87,21 +97,27 @@ static inline bool nothing_follows(void)
            !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED);
 }
 
-PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, enum host_kind *kind)
+PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d, enum host_kind *kind)
 {
     bool small = copy_is_small(bytes);
     uint64_t plain_gen = plain_pages_generation(); /* before the lookups: an answer across a change is stale */
     /* a small copy's page: the thread's last pinned range first (one line), then the plain pages
      * (one line), before memkind's and the allocation table's memos (a line each) */
     enum host_kind k = small ? memkind_last_range(host) : KIND_UNKNOWN;
-    bool plain = false;
+    bool plain = false, counted = false;
     if (k == KIND_UNKNOWN) {
         plain = small && plain_pages_hold(host, plain_gen);
-        k = plain ? KIND_PAGEABLE : side_kind(host, bytes);
+        /* a larger copy that staging declines for its size, in a fresh tensor, say: its kind's
+         * lookup also counts it for the cache, and it is counted as a small one (one lookup under
+         * the table's lock where the described copy took two, and none of the steps that decline it) */
+        bool may_count = !small && nothing_follows() && stage_declines_size(h2d, bytes);
+        k = plain ? KIND_PAGEABLE : side_kind(host, bytes, may_count ? &counted : NULL);
     }
     *kind = k;
     if (k == KIND_PINNED || k == KIND_REGISTERED)
         return PINSHIM_LIKELY(nothing_follows()) ? HOST_OWN_PINNED : HOST_DESCRIBE;
+    if (counted)
+        return HOST_SMALL_PAGEABLE;
     if (k != KIND_PAGEABLE || !small || !nothing_follows())
         return HOST_DESCRIBE;
     if (plain) /* no tracked allocation holds it: the registration cache would not count it */

@@ -44,16 +44,19 @@ bool copy_only_counted(struct copy *c);
 void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns);
 
 /* What a 1D copy between device memory and the host memory at `host` needs, for a handler that
- * knows the other side is device memory: only counting, without a description, when no log, guard
- * or registration follows copies (the gate) and the host side is the program's own pinned or
- * registered memory (HOST_OWN_PINNED), or pageable, too small to stage and of no interest to the
- * registration cache (HOST_SMALL_PAGEABLE, which also asks stage_small_copy() before the copy);
- * else a description (HOST_DESCRIBE). *kind is the host side's kind as copy_describe() would
- * classify it (before the registration cache's view). What copy_only_counted() says of the
- * described copy. A small copy's page is looked for among the plain pages (hostmem/plain_pages.h)
- * after the thread's last pinned range, and noted there when found plain. */
+ * knows the other side is device memory (h2d: the copy's direction): only counting, without a
+ * description, when no log, guard or registration follows copies (the gate) and the host side is
+ * the program's own pinned or registered memory (HOST_OWN_PINNED), or pageable, declined by staging
+ * for its size and of no further interest to the registration cache (HOST_SMALL_PAGEABLE, which
+ * also asks stage_small_copy() before the copy): a copy too small for either staging threshold
+ * whose memory the cache does not track, or a larger one whose allocation the cache tracks, in
+ * which case this has counted it against the allocation (regcache_malloc_side); else a description
+ * (HOST_DESCRIBE). *kind is the host side's kind as copy_describe() would classify it (before the
+ * registration cache's view). What copy_only_counted() says of the described copy, and the same
+ * count the cache would have made of it. A small copy's page is looked for among the plain pages
+ * (hostmem/plain_pages.h) after the thread's last pinned range, and noted there when found plain. */
 enum host_path { HOST_OWN_PINNED, HOST_SMALL_PAGEABLE, HOST_DESCRIBE };
-enum host_path copy_host_path(uintptr_t host, size_t bytes, enum host_kind *kind);
+enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d, enum host_kind *kind);
 
 /* Counts a HOST_OWN_PINNED copy, as copy_record_counted() would have its description. */
 void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size_t bytes, CUresult result, uint64_t host_ns);

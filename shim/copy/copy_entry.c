@@ -129,9 +129,10 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
  * registered, logged, guarded) take shape_S_followed(), kept out of line so that the counted
  * copies' path, run on every small or pinned copy, stays on few cache lines. A shape whose other
  * side is device memory classifies its host side first: the program's own pinned memory, or a
- * pageable side too small to stage, with nothing following copies (copy_host_path) is counted
- * without a description, the fewest instructions the shim spends on a copy; otherwise the kind
- * found goes into the description. */
+ * pageable side staging declines for its size (a fresh tensor's copy counted for the registration
+ * cache in the same lookup), with nothing following copies (copy_host_path) is counted without a
+ * description, the fewest instructions the shim spends on a copy; otherwise the kind found goes
+ * into the description. */
 #define X(shape, dst_addr, dst_kind, src_addr, src_kind, stream_arg, async, staged_as)               \
     static __attribute__((noinline)) CUresult shape_##shape##_followed(struct copy *cp, fn_##shape real, \
                                                                         SHAPE_##shape##_P)          \
@@ -150,7 +151,7 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
             bool h2d_ = dst_kind == KIND_DEVICE;                                                    \
             uintptr_t host_ = h2d_ ? (uintptr_t)(src_addr) : (uintptr_t)(dst_addr);                 \
             enum host_kind k_;                                                                      \
-            enum host_path path_ = copy_host_path(host_, bytes, &k_);                               \
+            enum host_path path_ = copy_host_path(host_, bytes, h2d_, &k_);                               \
             if (PINSHIM_LIKELY(path_ == HOST_OWN_PINNED)) {                                         \
                 uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
                 result = real(SHAPE_ARGS(shape));                                                   \

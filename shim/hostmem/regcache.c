@@ -306,10 +306,17 @@ bool regcache_owns(uintptr_t lo, uintptr_t hi)
     return ours;
 }
 
-bool regcache_malloc_memory(uintptr_t p)
+enum malloc_side regcache_malloc_side(uintptr_t p, size_t bytes, bool count)
 {
-    return regcache_enabled && alloc_table_may_hold(p) && !regcache_busy_here() &&
-           found_of_origin(alloc_table_containing, p, ORIGIN_MALLOC);
+    if (!regcache_enabled || !alloc_table_may_hold(p) || regcache_busy_here())
+        return MALLOC_SIDE_NONE;
+    enum malloc_side side = MALLOC_SIDE_NONE;
+    alloc_table_lock();
+    struct alloc_rec *r = alloc_table_containing(p);
+    if (r && r->origin == ORIGIN_MALLOC)
+        side = count && regcache_count_only(r, p + bytes) ? MALLOC_SIDE_COUNTED : MALLOC_SIDE_PAGEABLE;
+    alloc_table_unlock();
+    return side;
 }
 
 bool regcache_holds_any(void) { return __atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED) > 0; }

@@ -35,10 +35,16 @@ void regcache_on_program_register(uintptr_t p, size_t bytes);
  * is registered; takes the table's lock otherwise. */
 bool regcache_covers(uintptr_t p);
 
-/* Whether p lies in a tracked allocation of the malloc family: memory the hooks saw the C library
- * hand out after the shim started, pageable unless the program has registered it since (which
- * memkind's table knows first). Lock-free when p's page is remembered untracked. */
-bool regcache_malloc_memory(uintptr_t p);
+/* Whether a copy's host side [p, p + bytes) starts in a tracked allocation of the malloc family:
+ * memory the hooks saw the C library hand out after the shim started, pageable unless the program
+ * has registered it since (which memkind's table knows first). MALLOC_SIDE_NONE: it does not (ask
+ * the driver). MALLOC_SIDE_PAGEABLE: it does. MALLOC_SIDE_COUNTED (only when `count` is set): it
+ * does, and the copy is counted against the allocation as regcache_direct() would count it, since
+ * it neither registers the allocation nor finds it registered: the cache wants nothing more of this
+ * copy (a caller that sets `count` must not describe the copy to regcache_direct() after this
+ * answer). Lock-free when p's page is remembered untracked; one lookup under the lock otherwise. */
+enum malloc_side { MALLOC_SIDE_NONE, MALLOC_SIDE_PAGEABLE, MALLOC_SIDE_COUNTED };
+enum malloc_side regcache_malloc_side(uintptr_t p, size_t bytes, bool count);
 
 /* Whether the cache holds any registration now. */
 bool regcache_holds_any(void);

@@ -50,6 +50,16 @@ static bool counts_against(const struct alloc_rec *r, uintptr_t hi)
     return r->state == REG_NONE && hi <= r->base + r->size;
 }
 
+bool regcache_count_only(struct alloc_rec *r, uintptr_t hi)
+{
+    bool registers = counts_against(r, hi) && r->copies + 1 >= regcache_register_after;
+    if (r->state == REG_REGISTERED || registers)
+        return false;
+    if (counts_against(r, hi)) /* a count only: no driver call (a captured copy counts) */
+        r->copies++;
+    return true;
+}
+
 PINSHIM_HOT bool regcache_direct(struct copy *c)
 {
     if (!regcache_enabled || (c->dir != DIR_H2D && c->dir != DIR_D2H) || c->host_kind != KIND_PAGEABLE ||
@@ -64,10 +74,7 @@ PINSHIM_HOT bool regcache_direct(struct copy *c)
         alloc_table_unlock();
         return false;
     }
-    bool registers = counts_against(r, hi) && r->copies + 1 >= regcache_register_after;
-    if (r->state != REG_REGISTERED && !registers) { /* a count only: no driver call (a captured copy counts) */
-        if (counts_against(r, hi))
-            r->copies++;
+    if (regcache_count_only(r, hi)) {
         alloc_table_unlock();
         return false;
     }

@@ -20,6 +20,11 @@ bool regcache_busy_here(void);
 /* Whether [lo, hi) overlaps a registration the cache made (takes the table's lock). */
 bool regcache_owns(uintptr_t lo, uintptr_t hi);
 
+/* A copy ending at hi, of r's memory, that neither registers r nor finds it registered: counted
+ * against r when it stays inside it and r is not registered in any way; true. False, counting
+ * nothing, when the copy registers r (its register_after-th) or r is registered. Lock held. */
+bool regcache_count_only(struct alloc_rec *r, uintptr_t hi);
+
 /* Registers r (lock held, r busy, state REG_NONE); returns with the lock held. */
 void regcache_register_locked(struct alloc_rec *r);
 

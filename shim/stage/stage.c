@@ -48,6 +48,11 @@ static void prewarm_at_copy(void)
 
 PINSHIM_HOT void stage_small_copy(void) { prewarm_at_copy(); }
 
+PINSHIM_HOT bool stage_declines_size(bool h2d, size_t bytes)
+{
+    return !pinshim_policy.stage || bytes < (h2d ? pinshim_policy.stage_min_bytes : pinshim_policy.stage_d2h_min_bytes);
+}
+
 PINSHIM_HOT bool stage_wanted(struct copy *c)
 {
     bool h2d = c->dir == DIR_H2D && c->src_kind == KIND_PAGEABLE && c->dst_kind == KIND_DEVICE;
@@ -55,10 +60,8 @@ PINSHIM_HOT bool stage_wanted(struct copy *c)
     if (!h2d && !d2h)
         return false;
     prewarm_at_copy();
-    if (!pinshim_policy.stage)
-        c->unstaged = UNSTAGED_DISABLED;
-    else if (c->bytes < (h2d ? pinshim_policy.stage_min_bytes : pinshim_policy.stage_d2h_min_bytes))
-        c->unstaged = UNSTAGED_SMALL;
+    if (stage_declines_size(h2d, c->bytes))
+        c->unstaged = pinshim_policy.stage ? UNSTAGED_SMALL : UNSTAGED_DISABLED;
     else if (forked_child)
         c->unstaged = UNSTAGED_CHILD;
     else if (!pool_available())

@@ -18,6 +18,11 @@
  * staging on); sets c->unstaged when it is a pageable copy that will not be staged. */
 bool stage_wanted(struct copy *c);
 
+/* Whether stage_wanted() would decline a pageable host<->device copy of `bytes` in this direction
+ * for its size alone (below stage_min_bytes or stage_d2h_min_bytes), or because staging is off: the
+ * reasons stage_small_copy() leaves in the gate. */
+bool stage_declines_size(bool h2d, size_t bytes);
+
 /* What stage_wanted() does for a pageable host<->device copy too small for either threshold,
  * without its description: the first such copy may start the pool (pool_prewarm). Why it is not
  * staged (UNSTAGED_SMALL, or UNSTAGED_DISABLED with stage = off) is the gate's small_unstaged,
