@@ -48,6 +48,12 @@ PY
     [ "$(reg reuse 'r["refused"]')" = 0 ]
     PINSHIM_REGISTER_AFTER=5 PINSHIM_SUMMARY=json run_app after5 shim "$T/reuseprog" reuse 2 10
     [ "$(reg after5 'copies("registered")')" = $((2 * 16)) ]
+    # stage = off: staging declines every copy for its size, so the copies before the 3rd are counted
+    # in the lookup that finds their kind (copy_host_path), not by a described copy
+    PINSHIM_STAGE=off reused reuse_nostage reuse 8 10
+    [ "$(reg reuse_nostage 'r["registrations"]')" = 8 ]
+    [ "$(reg reuse_nostage 'copies("registered")')" = $((8 * 18)) ]
+    [ "$(reg reuse_nostage 'copies("pass")')" = 16 ]
 }
 
 @test "heap neighbours of a registered buffer: no copy fails or changes, and most go through registrations" {
