@@ -151,7 +151,7 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
             bool h2d_ = dst_kind == KIND_DEVICE;                                                    \
             uintptr_t host_ = h2d_ ? (uintptr_t)(src_addr) : (uintptr_t)(dst_addr);                 \
             enum host_kind k_;                                                                      \
-            enum host_path path_ = copy_host_path(host_, bytes, h2d_, &k_);                               \
+            enum host_path path_ = copy_host_path(host_, bytes, h2d_, &k_);                         \
             if (PINSHIM_LIKELY(path_ == HOST_OWN_PINNED)) {                                         \
                 uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
                 result = real(SHAPE_ARGS(shape));                                                   \

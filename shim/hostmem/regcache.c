@@ -267,20 +267,16 @@ static void on_unmap(uintptr_t lo, uintptr_t hi)
 
 static void on_remap(uintptr_t base, size_t size) { on_alloc(base, size, ORIGIN_MMAP); }
 
-/* Whether the record find() gives for p, under the table's lock, is of that origin. */
-static bool found_of_origin(struct alloc_rec *(*find)(uintptr_t), uintptr_t p, enum alloc_origin origin)
-{
-    alloc_table_lock();
-    struct alloc_rec *r = find(p);
-    bool yes = r && r->origin == origin;
-    alloc_table_unlock();
-    return yes;
-}
-
+/* Whether base starts a tracked mapping (mremap: then tell the cache where it went). */
 static bool tracked_mapping(uintptr_t base)
 {
-    return alloc_table_maybe_base(base) && !regcache_busy_here() &&
-           found_of_origin(alloc_table_find_base, base, ORIGIN_MMAP);
+    if (!alloc_table_maybe_base(base) || regcache_busy_here())
+        return false;
+    alloc_table_lock();
+    struct alloc_rec *r = alloc_table_find_base(base);
+    bool mapping = r && r->origin == ORIGIN_MMAP;
+    alloc_table_unlock();
+    return mapping;
 }
 
 static void release_registrations(uintptr_t lo, uintptr_t hi, enum release_why why)

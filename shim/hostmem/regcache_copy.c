@@ -52,10 +52,10 @@ static bool counts_against(const struct alloc_rec *r, uintptr_t hi)
 
 bool regcache_count_only(struct alloc_rec *r, uintptr_t hi)
 {
-    bool registers = counts_against(r, hi) && r->copies + 1 >= regcache_register_after;
-    if (r->state == REG_REGISTERED || registers)
+    bool counts = counts_against(r, hi);
+    if (r->state == REG_REGISTERED || (counts && r->copies + 1 >= regcache_register_after))
         return false;
-    if (counts_against(r, hi)) /* a count only: no driver call (a captured copy counts) */
+    if (counts) /* a count only: no driver call (a captured copy counts) */
         r->copies++;
     return true;
 }
