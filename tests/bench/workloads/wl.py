@@ -161,6 +161,60 @@ def torch_image_loader(torch, pin, batches, workers=6, batch=64):
                                        shuffle=False, multiprocessing_context="fork", worker_init_fn=one_thread)
 
 
+def torch_mlp_step(torch, dev, graph):
+    """torch_train.py's loop as a function: (step, model). step() makes a fresh pageable batch on the
+    CPU from a seeded generator (256 x 1024 float32 inputs, 1 MiB, and 256 labels), copies it to the
+    device, runs forward, backward and an SGD step, and returns loss.item(). With graph the forward,
+    backward and optimizer step are captured once in a CUDA graph (after a warm-up on a side stream,
+    as capture requires) and replayed, the batch copied into the graph's static input first; a
+    failed capture raises the framework's exception."""
+    F = torch.nn.functional
+    batch_n, width, hidden, classes = 256, 1024, 2048, 10
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(width, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden),
+                                torch.nn.ReLU(), torch.nn.Linear(hidden, classes)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    gen = torch.Generator().manual_seed(1234)
+
+    def batch():
+        return torch.randn(batch_n, width, generator=gen), torch.randint(0, classes, (batch_n,), generator=gen)
+
+    if not graph:
+        def step():
+            x, y = batch()
+            loss = F.cross_entropy(model(x.to(dev)), y.to(dev))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            return loss.item()
+        return step, model
+
+    static_x = torch.zeros(batch_n, width, device=dev)
+    static_y = torch.zeros(batch_n, dtype=torch.long, device=dev)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(model(static_x), static_y).backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    captured = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(captured):
+        static_loss = F.cross_entropy(model(static_x), static_y)
+        static_loss.backward()
+        opt.step()
+
+    def replayed_step():
+        x, y = batch()
+        static_x.copy_(x)
+        static_y.copy_(y)
+        captured.replay()
+        return static_loss.item()
+    return replayed_step, model
+
+
 def numpy_sums(np, a):
     """torch_sums for a numpy array (host memory): the same two integers, as Python ints."""
     v = np.ascontiguousarray(a).reshape(-1)
