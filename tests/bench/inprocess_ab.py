@@ -13,7 +13,8 @@ non_blocking=True (one async H2D each: the host allocator records no event per c
 record and query (the kinds and calls as the shim's summary counted them on an H200, 2026-11-26); a
 1 MiB CPU tensor made and copied .to("cuda") (above the small copies' shortcut, below staging: its
 allocation is tracked and the copy passed); one step of tests/bench/workloads/torch_train.py's MLP
-loop (one step per block); batches of a DataLoader with pin_memory=True, 6 forked workers, 64
+loop (one step per block), and one of its --graph loop (the batch copied into a captured graph's
+input, the graph replayed; the row says why when the capture fails); batches of a DataLoader with pin_memory=True, 6 forked workers, 64
 images of 3 x 224 x 224 float32 to a batch (tests/bench/workloads/torch_dataloader.py's), each
 .to("cuda", non_blocking=True) (LOADER_BATCHES a block: the pipeline's throughput as the program
 sees it, its pin-memory thread included; the workers were forked before the first block and keep
@@ -75,7 +76,8 @@ def main():
     ev = torch.cuda.Event()
     base = torch.arange(FRESH_BYTES // 4, dtype=torch.float32)
     fresh_ops = max(1, ops // 20)  # a 1 MiB copy takes some 20 times a small one
-    step = mlp_step(torch, dev)
+    step = wl.torch_mlp_step(torch, dev, False)[0]
+    graph_step, graph_failed = replayed_step(torch, dev)
     loader_groups = max(4, args.groups // 8)
     next_batches = loader_batches(torch, dev, LOADER_WARMUP + (3 + 4 * loader_groups) * LOADER_BATCHES)
 
@@ -133,6 +135,7 @@ def main():
                  ("event record+query", lambda: timed(events, ops), args.groups),
                  ("1MB fresh pageable", lambda: timed(fresh, fresh_ops), args.groups),
                  ("MLP step", lambda: timed(step, 1), args.groups),
+                 ("graph-replayed step", lambda: timed(graph_step, 1), args.groups),
                  ("DataLoader pinned", lambda: timed(next_batches, LOADER_BATCHES), loader_groups),
                  ("control (no CUDA)", lambda: timed(control, ops), args.groups))
     print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
@@ -140,6 +143,11 @@ def main():
     chosen = [w for w in workloads if not args.only or args.only.lower() in w[0].lower() or w[0].startswith("control")]
     if len(chosen) == 1:
         sys.exit("inprocess_ab.py: no row's name holds %r; the rows: %s" % (args.only, ", ".join(w[0] for w in workloads)))
+    if graph_failed:
+        chosen = [w for w in chosen if w[0] != "graph-replayed step"]
+        print("graph-replayed step: not measured: %s" % graph_failed)
+        if args.json:
+            print(json.dumps({"inprocess": None, "row": "graph-replayed step", "skipped": graph_failed}))
     for name, fn, groups in chosen:
         for _ in range(3):
             block(fn, True)
@@ -161,24 +169,13 @@ def main():
                               "groups": len(diffs), "ops": ops}), flush=True)
 
 
-def mlp_step(torch, dev):
-    """One step of tests/bench/workloads/torch_train.py's loop: a fresh pageable batch made on the CPU
-    (1 MiB of inputs, 2 KB of labels), copied, forward, backward, an SGD step, loss.item()."""
-    F = torch.nn.functional
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(), torch.nn.Linear(2048, 2048),
-                                torch.nn.ReLU(), torch.nn.Linear(2048, 10)).to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    gen = torch.Generator().manual_seed(1234)
-
-    def step():
-        x, y = torch.randn(256, 1024, generator=gen), torch.randint(0, 10, (256,), generator=gen)
-        loss = F.cross_entropy(model(x.to(dev)), y.to(dev))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        loss.item()
-    return step
+def replayed_step(torch, dev):
+    """(step, None): one step of torch_train.py --graph's loop (the batch made and copied into the
+    captured graph's input, the graph replayed, loss.item()); (None, why) when the capture failed."""
+    try:
+        return wl.torch_mlp_step(torch, dev, True)[0], None
+    except Exception as e:
+        return None, "CUDA graph capture failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
 
 
 def loader_batches(torch, dev, total):

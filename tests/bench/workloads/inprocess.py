@@ -36,6 +36,7 @@ ROWS = [
     ("event record+query", "torch: cuda.Event record + query", "share"),
     ("1MB fresh pageable", "torch: a fresh 1 MiB CPU tensor made and .to(cuda)", "share"),
     ("MLP step", "torch: MLP training step (torch_train.py's), fresh pageable batch", "share"),
+    ("graph-replayed step", "torch: the same step replayed from a CUDA graph (torch_train.py --graph's)", "share"),
     ("DataLoader pinned", "torch: DataLoader batch, 6 workers, pin_memory=True (torch_dataloader.py's)", "share"),
     ("control (no CUDA)", "control: pure Python in the same blocks (should read 0)", "zero"),
     ("C loop", "C: 4-byte cuMemcpyDtoHAsync into pinned + cuStreamSynchronize", "ns"),
@@ -65,8 +66,10 @@ def run_process(argv, env, timeout):
 
 
 def python_samples(out):
-    """inprocess_ab.py --json: {key: sample} and the reason it measured nothing (or None)."""
-    samples, skipped = {}, None
+    """inprocess_ab.py --json: {key: sample} and {what: why not measured}, what being a row's key
+    (that row was not measured, as the graph-replayed step where the capture fails) or "py" (the
+    process measured nothing)."""
+    samples, skipped = {}, {}
     for line in out.splitlines():
         if not line.startswith("{"):
             continue
@@ -75,7 +78,7 @@ def python_samples(out):
         except ValueError:
             continue
         if d.get("skipped"):
-            skipped = str(d["skipped"])
+            skipped[str(d.get("row") or "py")] = str(d["skipped"])
         elif d.get("inprocess"):
             samples[d["inprocess"]] = sample(d["forward_ns"], d["median_ns"], d["q1_ns"], d["q3_ns"], d["groups"])
     return samples, skipped
@@ -146,8 +149,7 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say):
             samples, why = python_samples(out)
             for key, s in samples.items():
                 got.setdefault(key, []).append(s)
-            if why:
-                skipped["py"] = why
+            skipped.update(why)
         if exe:
             out, err = run_process([exe, str(groups or C_GROUPS), str(C_ITERS)], env, timeout)
             s = c_sample(out) if out is not None else None
@@ -166,8 +168,8 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say):
 
 def rows_from(samples, skipped=None):
     """The rows (dicts, in ROWS order) with their verdicts, from each row's processes' samples
-    ({key: [sample, ...]}); a row without samples is skipped, for the reason in skipped ("py" or
-    "c"), else because no process measured it."""
+    ({key: [sample, ...]}); a row without samples is skipped, for the reason in skipped (under its
+    key, else "py" or "c"), else because no process measured it."""
     skipped = skipped or {}
     rows = []
     for key, label, bound in ROWS:
@@ -176,7 +178,7 @@ def rows_from(samples, skipped=None):
             row.update(pool(samples[key]))
             row["check"] = verdict(bound, row)
         else:
-            row["skipped"] = skipped.get("c" if key == "C loop" else "py", "no process measured it")
+            row["skipped"] = skipped.get(key) or skipped.get("c" if key == "C loop" else "py", "no process measured it")
         rows.append(row)
     return rows
 
