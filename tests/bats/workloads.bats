@@ -38,6 +38,27 @@ harness() {
     tail -n 1 "$WORK/out.txt" | grep -F "# written: $WORK/res/"
 }
 
+@test "workloads harness: a miss inside the pairs' spread reads WIDE, with its interval; a steady miss stays MISS" {
+    harness --fake --only fake_noisy,fake_same,fake_ns --pairs 4 --out "$WORK/res"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    # fake_noisy: pairs (100, 125) and (120, 101): medians 110 and 113, 0.97x, but half the pairs favour the shim
+    row fake_noisy t | grep -E '110 \(100-120\) +113 \(101-125\) +0.97x +WIDE '
+    grep -E '^note fake_noisy: t shim 0.97x, its 95% interval over the pairs 0\.[0-9]{2}x to 1\.[0-9]{2}x, reaches the bound >=0.99x: ' "$WORK/out.txt"
+    # every pair 2 % slower, or +200 ns: the interval stays below the bound
+    row fake_same t | grep -E ' 0.98x +MISS '
+    row fake_ns loop | grep -E ' \+200ns +MISS '
+    ! grep -E '^note fake_(same|ns): .* interval' "$WORK/out.txt" || false
+    python3 - "$WORK/res/summary.json" <<'PY'
+import json, sys
+rows = {(w["workload"], r["key"]): r for w in json.load(open(sys.argv[1]))["workloads"] for r in w["rows"]}
+low, high = rows[("fake_noisy", "t")]["shim"]["interval"]
+assert low < 0.99 <= high, (low, high)
+low, high = rows[("fake_same", "t")]["shim"]["interval"]
+assert high < 0.99, (low, high)
+assert rows[("fake_same", "t")]["guard"]["interval"] is None  # a PASS needs none
+PY
+}
+
 @test "workloads harness: a result that differs, a crash and a skip on the shim side only are FAIL rows" {
     harness --fake --pairs 3 --out "$WORK/res"
     [ "$(cat "$WORK/rc")" = 1 ]

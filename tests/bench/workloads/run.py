@@ -4,7 +4,8 @@
 Each workload runs in a fresh process without the shim, with it (LD_PRELOAD=build/libpinshim.so)
 and, unless --no-guard, with it and PINSHIM_GUARD=warn PINSHIM_GUARD_PAGES=first, one after the
 other (in reverse order in even pairs), --pairs times over. Then one table: each side's median and min-max, the ratios (no-shim time
-over shim time: above 1 the shim is faster), bound checks (PASS/MISS, never an error), and whether
+over shim time: above 1 the shim is faster), bound checks (PASS, MISS, or WIDE for a miss that the
+pairs' spread cannot tell from the bound: pair_interval; never an error), and whether
 every run's results were identical. Before the pairs, unless --inprocess 0, the small operations'
 cost measured inside one process (inprocess.py), printed as a second table. Exit status 0; 1 when a
 result differed or a run failed (crashed, timed out, printed no result, or skipped on some sides
@@ -16,6 +17,7 @@ import datetime
 import fnmatch
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -35,6 +37,7 @@ SIDES = ("noshim", "shim", "guard")
 SIDE_TITLE = {"noshim": "no shim", "shim": "shim", "guard": "shim+guard"}
 GUARD_ENV = {"PINSHIM_GUARD": "warn", "PINSHIM_GUARD_PAGES": "first"}
 RATIO_SAME, RATIO_FASTER, NS_MAX = 0.99, 1.0, 100.0  # the bounds (README.md here: "Bounds")
+BOOTSTRAP_ROUNDS, BOOTSTRAP_MIN_PAIRS, BOOTSTRAP_SEED = 2000, 3, 12  # a MISS's interval (pair_interval)
 C_LOOP_ITERS = 20000
 STDERR_TAIL = 30
 
@@ -81,8 +84,8 @@ WORKLOADS = [
 
 # Stand-ins for testing the harness without a GPU (--fake): fake.py, values known in advance.
 FAKE_WORKLOADS = [Workload("fake_" + m, "fake.py", [m], est_s=0.1, turn2={"t": "2.00x"} if m == "faster" else None,
-                           default=m != "hang")
-                  for m in ("faster", "same", "ns", "missing", "mismatch", "crash", "shimskip", "hang")]
+                           default=m not in ("hang", "noisy"))
+                  for m in ("faster", "same", "ns", "missing", "mismatch", "crash", "shimskip", "hang", "noisy")]
 
 
 class Context:
@@ -333,13 +336,47 @@ def check(expect, base, other):
     if base is None or other is None:
         return "-", "-"
     if expect == "ns":
-        diff = other - base
-        return "%+.0fns" % diff, "PASS" if diff <= NS_MAX else "MISS"
+        return "%+.0fns" % (other - base), "PASS" if within_bound(expect, base, other) else "MISS"
     if other <= 0:
         return "-", "-"
+    return "%.2fx" % (base / other), "PASS" if within_bound(expect, base, other) else "MISS"
+
+
+def within_bound(expect, base, other):
+    """Whether `other` against `base` meets the row's bound (check's rule)."""
+    if expect == "ns":
+        return other - base <= NS_MAX
     ratio = base / other
-    ok = ratio > RATIO_FASTER if expect == "faster" else ratio >= RATIO_SAME
-    return "%.2fx" % ratio, "PASS" if ok else "MISS"
+    return ratio > RATIO_FASTER if expect == "faster" else ratio >= RATIO_SAME
+
+
+def pair_interval(expect, base_by_pair, other_by_pair):
+    """The 95 % interval of the row's figure (no-shim median / side median, or side - no shim for
+    ns rows) from BOOTSTRAP_ROUNDS resamples of the pairs both sides completed (a pair resampled
+    whole: both runs of a pair met the same state of the host), or None with fewer than
+    BOOTSTRAP_MIN_PAIRS. Seeded: the same runs give the same interval."""
+    pairs = sorted(set(base_by_pair) & set(other_by_pair))
+    if len(pairs) < BOOTSTRAP_MIN_PAIRS or any(other_by_pair[p] <= 0 for p in pairs):
+        return None
+    rng = random.Random(BOOTSTRAP_SEED)
+    figures = []
+    for _ in range(BOOTSTRAP_ROUNDS):
+        pick = [rng.choice(pairs) for _ in pairs]
+        base, other = median([base_by_pair[p] for p in pick]), median([other_by_pair[p] for p in pick])
+        figures.append(other - base if expect == "ns" else base / other)
+    figures.sort()
+    return figures[int(0.025 * BOOTSTRAP_ROUNDS)], figures[int(0.975 * BOOTSTRAP_ROUNDS) - 1]
+
+
+def noise_verdict(expect, verdict, interval):
+    """A MISS whose interval still reaches the bound reads WIDE: these pairs cannot tell the side
+    from the bound (the runs spread by more than the gap); more pairs narrow it."""
+    if verdict != "MISS" or interval is None:
+        return verdict
+    low, high = interval
+    if expect == "ns":
+        return "WIDE" if low <= NS_MAX else verdict
+    return "WIDE" if (high > RATIO_FASTER if expect == "faster" else high >= RATIO_SAME) else verdict
 
 
 def bound_text(expect):
@@ -394,9 +431,13 @@ def aggregate(ctx, workloads):
                 vals = [x["value"] for r in ok if r["side"] == side for x in r["metrics"] if x["key"] == m["key"]]
                 row[side] = {"n": len(vals), "values": vals, "median": median(vals) if vals else None,
                              "min": min(vals) if vals else None, "max": max(vals) if vals else None}
+            by_pair = {side: {r["pair"]: x["value"] for r in ok if r["side"] == side for x in r["metrics"]
+                              if x["key"] == m["key"]} for side in ctx.sides}
             for side in ctx.sides[1:]:
-                row[side]["cell"], row[side]["check"] = check(row["expect"], row["noshim"]["median"],
-                                                              row[side]["median"])
+                row[side]["cell"], verdict = check(row["expect"], row["noshim"]["median"], row[side]["median"])
+                interval = pair_interval(row["expect"], by_pair["noshim"], by_pair[side]) if verdict == "MISS" else None
+                row[side]["interval"] = interval
+                row[side]["check"] = noise_verdict(row["expect"], verdict, interval)
             rows.append(row)
         races = sum(int(((r.get("shim_summary") or {}).get("guard") or {}).get("races", 0)) for r in rs)
         status = "FAIL" if problems else "skipped" if not ok else "ok"
@@ -512,6 +553,16 @@ def footer(ctx, report):
         if e["guard_races"]:
             lines.append("note %s: the guard reported %d unsynchronized accesses of D2H destinations "
                          "(stderr of the shim+guard runs in runs.jsonl)" % (e["workload"], e["guard_races"]))
+    for e in report:
+        for row in e["rows"]:
+            for side in ctx.sides[1:]:
+                cell = row[side]
+                if cell.get("check") == "WIDE":
+                    fig = "%+.0fns to %+.0fns" if row["expect"] == "ns" else "%.2fx to %.2fx"
+                    lines.append("note %s: %s %s %s, its 95%% interval over the pairs %s, reaches the bound %s: "
+                                 "the runs spread by more than the gap; more pairs narrow it" % (
+                                     e["workload"], row["key"], SIDE_TITLE[side], cell["cell"],
+                                     fig % tuple(cell["interval"]), bound_text(row["expect"])))
     if ctx.inprocess:
         for p in ctx.inprocess["problems"]:
             lines.append("FAIL inprocess: " + p)
