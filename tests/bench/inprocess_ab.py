@@ -14,8 +14,9 @@ record and query (the kinds and calls as the shim's summary counted them on an H
 1 MiB CPU tensor made and copied .to("cuda") (above the small copies' shortcut, below staging: its
 allocation is tracked and the copy passed); one step of tests/bench/workloads/torch_train.py's MLP
 loop (one step per block), and one of its --graph loop (the batch copied into a captured graph's
-input, the graph replayed; the row says why when the capture fails); batches of a DataLoader with pin_memory=True, 6 forked workers, 64
-images of 3 x 224 x 224 float32 to a batch (tests/bench/workloads/torch_dataloader.py's), each
+input, the graph replayed; the row says why when the capture fails); batches of a DataLoader with
+pin_memory=True, 6 forked workers, 64 images of 3 x 224 x 224 float32 to a batch
+(tests/bench/workloads/torch_dataloader.py's), each
 .to("cuda", non_blocking=True) (LOADER_BATCHES a block: the pipeline's throughput as the program
 sees it, its pin-memory thread included; the workers were forked before the first block and keep
 the state they were forked with, so their share, the allocation hooks of a forked child, is not in
@@ -28,8 +29,9 @@ row, timed in the same blocks, shows it), so long blocks pair a fast block with 
 spread the differences by more than the shim's cost; short adjacent blocks share the level.
 
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K] [--json]
-[--only TEXT] (default 200 groups of 100 operations; the DataLoader row a third as many groups; --json adds one JSON line per workload, as the suite's
-tests/bench/workloads/inprocess.py reads them). Needs PyTorch and a GPU; prints a line and exits 0
+[--only TEXT] (default 200 groups of 100 operations; the DataLoader row a third as many groups;
+--json adds one JSON line per workload, as the suite's tests/bench/workloads/inprocess.py reads
+them). Needs PyTorch and a GPU; prints a line and exits 0
 without them. Never asserts a timing."""
 import argparse
 import ctypes

@@ -333,28 +333,27 @@ def median(values):
 
 def check(expect, base, other):
     """(cell, verdict) for one side against no shim: the ratio or the difference, and PASS/MISS."""
-    if base is None or other is None:
+    if base is None or other is None or (expect != "ns" and other <= 0):
         return "-", "-"
-    if expect == "ns":
-        return "%+.0fns" % (other - base), "PASS" if within_bound(expect, base, other) else "MISS"
-    if other <= 0:
-        return "-", "-"
-    return "%.2fx" % (base / other), "PASS" if within_bound(expect, base, other) else "MISS"
+    fig = figure(expect, base, other)
+    return ("%+.0fns" if expect == "ns" else "%.2fx") % fig, "PASS" if meets_bound(expect, fig) else "MISS"
 
 
-def within_bound(expect, base, other):
-    """Whether `other` against `base` meets the row's bound (check's rule)."""
+def figure(expect, base, other):
+    """The row's figure: no-shim time / side time, or side - no shim for ns rows."""
+    return other - base if expect == "ns" else base / other
+
+
+def meets_bound(expect, fig):
     if expect == "ns":
-        return other - base <= NS_MAX
-    ratio = base / other
-    return ratio > RATIO_FASTER if expect == "faster" else ratio >= RATIO_SAME
+        return fig <= NS_MAX
+    return fig > RATIO_FASTER if expect == "faster" else fig >= RATIO_SAME
 
 
 def pair_interval(expect, base_by_pair, other_by_pair):
-    """The 95 % interval of the row's figure (no-shim median / side median, or side - no shim for
-    ns rows) from BOOTSTRAP_ROUNDS resamples of the pairs both sides completed (a pair resampled
-    whole: both runs of a pair met the same state of the host), or None with fewer than
-    BOOTSTRAP_MIN_PAIRS. Seeded: the same runs give the same interval."""
+    """The 95 % interval of the row's figure from BOOTSTRAP_ROUNDS resamples of the pairs both sides
+    completed (a pair resampled whole: both runs of a pair met the same state of the host), or None
+    with fewer than BOOTSTRAP_MIN_PAIRS. Seeded: the same runs give the same interval."""
     pairs = sorted(set(base_by_pair) & set(other_by_pair))
     if len(pairs) < BOOTSTRAP_MIN_PAIRS or any(other_by_pair[p] <= 0 for p in pairs):
         return None
@@ -362,8 +361,7 @@ def pair_interval(expect, base_by_pair, other_by_pair):
     figures = []
     for _ in range(BOOTSTRAP_ROUNDS):
         pick = [rng.choice(pairs) for _ in pairs]
-        base, other = median([base_by_pair[p] for p in pick]), median([other_by_pair[p] for p in pick])
-        figures.append(other - base if expect == "ns" else base / other)
+        figures.append(figure(expect, median([base_by_pair[p] for p in pick]), median([other_by_pair[p] for p in pick])))
     figures.sort()
     return figures[int(0.025 * BOOTSTRAP_ROUNDS)], figures[int(0.975 * BOOTSTRAP_ROUNDS) - 1]
 
@@ -373,10 +371,8 @@ def noise_verdict(expect, verdict, interval):
     from the bound (the runs spread by more than the gap); more pairs narrow it."""
     if verdict != "MISS" or interval is None:
         return verdict
-    low, high = interval
-    if expect == "ns":
-        return "WIDE" if low <= NS_MAX else verdict
-    return "WIDE" if (high > RATIO_FASTER if expect == "faster" else high >= RATIO_SAME) else verdict
+    nearest = interval[0] if expect == "ns" else interval[1]  # the end on the bound's side
+    return "WIDE" if meets_bound(expect, nearest) else verdict
 
 
 def bound_text(expect):
