@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -194,6 +195,7 @@ const struct alloc_subscriber *recycle_configure(void)
 static void *trimmer_main(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "pinshim-recycle"); /* named, as the shim's other threads (omp_team.c counts the rest) */
     pthread_mutex_lock(&mu);
     for (;;) {
         if (!n_regions) {

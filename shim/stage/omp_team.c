@@ -141,7 +141,7 @@ static bool thread_cpu_ns(pid_t tid, uint64_t *ns)
 /* Whether at least `want` threads of this process other than the caller, of the caller's name,
  * are running now (state R in /proc/self/task/TID/stat). The threads of the caller's team were
  * started from it and keep its name; the driver's threads, the shim's (workers.c, pool.c,
- * log_writer.c) and others that name themselves are not counted. */
+ * recycle.c, log_writer.c: all named pinshim-*) and others that name themselves are not counted. */
 static bool threads_running(unsigned want)
 {
     char name[17] = "", path[64], buf[512];

@@ -436,6 +436,18 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field 'st["recycle_filled_bytes"] > 0')" = True ] # the malloc'd rounds before it were filled
 }
 
+@test "every thread the shim starts names itself pinshim-*: staging workers, the recycle trimmer, the log writer (omp_team.c counts the program's own threads by name)" {
+    need_thp_madvise
+    staged recycle PINSHIM_PIN_ON_REUSE=on RECYCLE_THREADS=1
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    grep -qx 'thread: pinshim-stage' "$WORK/shim.err"
+    grep -qx 'thread: pinshim-recycle' "$WORK/shim.err"
+    grep -qx 'thread: pinshim-log' "$WORK/shim.err"
+    # no other thread but the fake driver's own (named as the real driver names its threads)
+    ! grep '^thread: ' "$WORK/shim.err" | grep -vE '^thread: (pinshim-(stage|pool|recycle|log)|fakecuda-strm)$' || false
+    ! grep '^thread: ' "$WORK/plain.err" | grep -vx 'thread: fakecuda-strm' || false
+}
+
 @test "stage_d2h_first_bytes: a staged D2H's first DMA is that short, the rest whole chunks; 0: whole chunks from the start" {
     # a 64 MiB D2H in 16 MiB chunks: 2M + 16M + 16M + 16M + 14M, or 4 x 16M (the fake counts the DMAs)
     for first in 2M 0; do

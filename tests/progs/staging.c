@@ -16,7 +16,8 @@
  *   staging recycle  - rounds of staged D2H copies into buffers just allocated, freed after each
  *                      round (an offload loop): bytes, a marker just past each copy in the same
  *                      buffer, a forked child's view of a destination and a realloc that grows one
- *                      (RECYCLE_SLEEP_MS: then idle that long before exit)
+ *                      (RECYCLE_SLEEP_MS: then idle that long before exit; RECYCLE_THREADS: then
+ *                      name every other thread alive on stderr)
  *   staging recycle_demand - one staged D2H into a fresh buffer, then 8 buffers the program fills
  *                      and frees without copying them anywhere
  *   staging recycle_mmap - a round of malloc'd destinations freed, then a D2H into a mapping of the
@@ -481,6 +482,26 @@ static unsigned char **offload_round(CUdeviceptr dev, const unsigned char *want,
     return buf;
 }
 
+/* One line on stderr, "thread: NAME", for each thread of this process but the calling one. */
+static void print_other_threads(void)
+{
+    char self[32], path[300], name[32]; /* path: room for any d_name */
+    snprintf(self, sizeof self, "%ld", (long)syscall(SYS_gettid));
+    DIR *tasks = opendir("/proc/self/task");
+    for (struct dirent *e; tasks && (e = readdir(tasks));) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, self))
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f && fgets(name, sizeof name, f))
+            fprintf(stderr, "thread: %s", name); /* comm ends with its newline */
+        if (f)
+            fclose(f);
+    }
+    if (tasks)
+        closedir(tasks);
+}
+
 static int scenario_recycle(void)
 {
     const size_t small = (16u << 20) + 4096, n = (36u << 20) + 4096;
@@ -510,6 +531,8 @@ static int scenario_recycle(void)
     CHECK(d.mem_free(dev));
     if (getenv("RECYCLE_SLEEP_MS")) /* idle after the last free, as a program computing would be */
         usleep((useconds_t)atoi(getenv("RECYCLE_SLEEP_MS")) * 1000u);
+    if (getenv("RECYCLE_THREADS")) /* stderr: the names of every other thread now alive */
+        print_other_threads();
     return 0;
 }
 
