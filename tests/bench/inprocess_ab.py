@@ -176,8 +176,8 @@ def replayed_step(torch, dev):
     captured graph's input, the graph replayed, loss.item()); (None, why) when the capture failed."""
     try:
         return wl.torch_mlp_step(torch, dev, True)[0], None
-    except Exception as e:
-        return None, "CUDA graph capture failed: %s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
+    except wl.CaptureFailed as e:
+        return None, str(e)
 
 
 def loader_batches(torch, dev, total):

@@ -423,12 +423,12 @@ def aggregate(ctx, workloads):
         for m in keys:
             row = {"key": m["key"], "label": m.get("label", m["key"]), "unit": m.get("unit", ""),
                    "expect": m.get("expect", "same"), "ref": bool(m.get("ref")), "turn2": w.turn2.get(m["key"], "")}
+            by_pair = {side: {r["pair"]: x["value"] for r in ok if r["side"] == side for x in r["metrics"]
+                              if x["key"] == m["key"]} for side in ctx.sides}  # runs are in pair order
             for side in ctx.sides:
-                vals = [x["value"] for r in ok if r["side"] == side for x in r["metrics"] if x["key"] == m["key"]]
+                vals = list(by_pair[side].values())
                 row[side] = {"n": len(vals), "values": vals, "median": median(vals) if vals else None,
                              "min": min(vals) if vals else None, "max": max(vals) if vals else None}
-            by_pair = {side: {r["pair"]: x["value"] for r in ok if r["side"] == side for x in r["metrics"]
-                              if x["key"] == m["key"]} for side in ctx.sides}
             for side in ctx.sides[1:]:
                 row[side]["cell"], verdict = check(row["expect"], row["noshim"]["median"], row[side]["median"])
                 interval = pair_interval(row["expect"], by_pair["noshim"], by_pair[side]) if verdict == "MISS" else None

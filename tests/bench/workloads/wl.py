@@ -161,13 +161,17 @@ def torch_image_loader(torch, pin, batches, workers=6, batch=64):
                                        shuffle=False, multiprocessing_context="fork", worker_init_fn=one_thread)
 
 
+class CaptureFailed(Exception):
+    """torch_mlp_step's CUDA graph could not be captured; the message says why."""
+
+
 def torch_mlp_step(torch, dev, graph):
     """torch_train.py's loop as a function: (step, model). step() makes a fresh pageable batch on the
     CPU from a seeded generator (256 x 1024 float32 inputs, 1 MiB, and 256 labels), copies it to the
     device, runs forward, backward and an SGD step, and returns loss.item(). With graph the forward,
     backward and optimizer step are captured once in a CUDA graph (after a warm-up on a side stream,
     as capture requires) and replayed, the batch copied into the graph's static input first; a
-    failed capture raises the framework's exception."""
+    failed capture raises CaptureFailed, saying why."""
     F = torch.nn.functional
     batch_n, width, hidden, classes = 256, 1024, 2048, 10
     torch.manual_seed(0)
@@ -189,22 +193,26 @@ def torch_mlp_step(torch, dev, graph):
             return loss.item()
         return step, model
 
-    static_x = torch.zeros(batch_n, width, device=dev)
-    static_y = torch.zeros(batch_n, dtype=torch.long, device=dev)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            opt.zero_grad(set_to_none=True)
-            F.cross_entropy(model(static_x), static_y).backward()
+    try:
+        static_x = torch.zeros(batch_n, width, device=dev)
+        static_y = torch.zeros(batch_n, dtype=torch.long, device=dev)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                F.cross_entropy(model(static_x), static_y).backward()
+                opt.step()
+        torch.cuda.current_stream().wait_stream(side)
+        captured = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(captured):
+            static_loss = F.cross_entropy(model(static_x), static_y)
+            static_loss.backward()
             opt.step()
-    torch.cuda.current_stream().wait_stream(side)
-    captured = torch.cuda.CUDAGraph()
-    opt.zero_grad(set_to_none=True)
-    with torch.cuda.graph(captured):
-        static_loss = F.cross_entropy(model(static_x), static_y)
-        static_loss.backward()
-        opt.step()
+    except Exception as e:  # the capture is optional: the caller says why it did not run
+        raise CaptureFailed("CUDA graph capture failed: %s: %s" % (type(e).__name__,
+                                                                   (str(e).splitlines() or [""])[0][:200])) from e
 
     def replayed_step():
         x, y = batch()
