@@ -2,7 +2,7 @@
 # install-deps.sh build|test: makes sure the Debian packages that `make demo` (build) or `make test`
 # (test) needs are installed. As root with apt-get it installs the missing ones and checks again;
 # otherwise it names them and the apt-get line, and fails (status 1).
-#   build: gcc (the C compiler, CC), make, libc6-dev (C headers), uthash-dev (uthash.h)
+#   build: gcc (the C compiler, CC), make, libc6-dev (C headers)
 #   test:  build's, plus bats (the test runner), python3 (scripts and helpers), binutils (readelf;
 #          addr2line, which pinshim-report uses to name call sites; nm), valgrind (footprint.py's
 #          trace of a small copy's cache lines), clang and libomp-dev (a test
@@ -42,7 +42,6 @@ find_missing() {
     command -v "${CC:-cc}" >/dev/null 2>&1 || missing="$missing gcc"
     command -v make >/dev/null 2>&1 || missing="$missing make"
     have_header stdio.h || missing="$missing libc6-dev"
-    have_header uthash.h || missing="$missing uthash-dev"
     if [ "$mode" = test ]; then
         command -v bats >/dev/null 2>&1 || missing="$missing bats"
         command -v python3 >/dev/null 2>&1 || missing="$missing python3"

@@ -19,7 +19,6 @@ echo "apt-get \$*" >>"$WORK/apt.log"
 [ "\$1" = install ] || exit 0
 for p in "\$@"; do
     case "\$p" in
-        uthash-dev) : >"$WORK/include/uthash.h" ;;
         libc6-dev) : >"$WORK/include/stdio.h" ;;
         gcc) /bin/ln -sf /bin/true "$WORK/bin/cc" ;;
         make|bats|python3|chromium|clang|valgrind) /bin/ln -sf /bin/true "$WORK/bin/\$p" ;;
@@ -44,8 +43,8 @@ deps() {
     stubs 1000
     deps user build
     [ "$(cat "$WORK/user.rc")" = 1 ]
-    grep -qx "install-deps: missing Debian packages for 'make demo': gcc make libc6-dev uthash-dev" "$WORK/user.err"
-    grep -qx 'install-deps:   sudo apt-get install -y gcc make libc6-dev uthash-dev' "$WORK/user.err"
+    grep -qx "install-deps: missing Debian packages for 'make demo': gcc make libc6-dev" "$WORK/user.err"
+    grep -qx 'install-deps:   sudo apt-get install -y gcc make libc6-dev' "$WORK/user.err"
     [ ! -e "$WORK/apt.log" ]
 }
 
@@ -57,18 +56,17 @@ deps() {
     ln -s /bin/true "$WORK/bin/python3"
     deps user test
     [ "$(cat "$WORK/user.rc")" = 1 ]
-    grep -qx "install-deps: missing Debian packages for 'make test': uthash-dev bats binutils valgrind clang libomp-dev" "$WORK/user.err"
-    grep -qx 'install-deps:   sudo apt-get install -y uthash-dev bats binutils valgrind clang libomp-dev' "$WORK/user.err"
+    grep -qx "install-deps: missing Debian packages for 'make test': bats binutils valgrind clang libomp-dev" "$WORK/user.err"
+    grep -qx 'install-deps:   sudo apt-get install -y bats binutils valgrind clang libomp-dev' "$WORK/user.err"
     # clang there but no OpenMP runtime for it: libomp-dev alone (the check compiles with -fopenmp)
     ln -s /bin/false "$WORK/bin/clang"
     deps noomp test
-    grep -qx "install-deps: missing Debian packages for 'make test': uthash-dev bats binutils valgrind libomp-dev" "$WORK/noomp.err"
+    grep -qx "install-deps: missing Debian packages for 'make test': bats binutils valgrind libomp-dev" "$WORK/noomp.err"
 }
 
 @test "deps: binutils is named when addr2line (pinshim-report's symbolizer) is missing, readelf or not" {
     stubs 1000
     : >"$WORK/include/stdio.h"
-    : >"$WORK/include/uthash.h"
     for tool in cc make python3 bats readelf clang valgrind; do ln -s /bin/true "$WORK/bin/$tool"; done
     deps user test
     [ "$(cat "$WORK/user.rc")" = 1 ]
@@ -83,9 +81,9 @@ deps() {
     deps root test
     [ "$(cat "$WORK/root.rc")" = 0 ]
     grep -q 'apt-get install -y -qq chromium$' "$WORK/apt.log"
-    grep -q 'apt-get install -y -qq gcc make libc6-dev uthash-dev bats python3 binutils valgrind clang libomp-dev$' "$WORK/apt.log"
+    grep -q 'apt-get install -y -qq gcc make libc6-dev bats python3 binutils valgrind clang libomp-dev$' "$WORK/apt.log"
     grep -q '^apt-get update' "$WORK/apt.log"
-    [ -f "$WORK/include/uthash.h" ]
+    [ -f "$WORK/include/stdio.h" ]
     # everything there now: a second run installs nothing
     rm "$WORK/apt.log"
     deps again test
@@ -98,7 +96,7 @@ deps() {
     stubs 0
     deps noapt build
     [ "$(cat "$WORK/noapt.rc")" = 1 ]
-    grep -qx 'install-deps:   apt-get install -y gcc make libc6-dev uthash-dev' "$WORK/noapt.err"
+    grep -qx 'install-deps:   apt-get install -y gcc make libc6-dev' "$WORK/noapt.err"
     printf '#!/bin/sh\nexit 100\n' >"$WORK/bin/apt-get"
     chmod +x "$WORK/bin/apt-get"
     deps failed build

@@ -3,7 +3,7 @@
 # a non_blocking D2H read without a sync, and a DataLoader run's logged sites, must name
 # tests/gpu/torch_pysites.py's own lines. Prints the Python and torch versions, the lines to
 # expect, the first guard report, the report's site tables, and a verdict line for each check.
-# Needs build/libpinshim.so (built elsewhere; this machine may lack uthash). Never asserts timings.
+# Needs build/libpinshim.so (built with make, here or elsewhere). Never asserts timings.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PY=${PYTHON:-python3}

@@ -737,7 +737,7 @@ def main(argv=None):
         plan(ctx, workloads)
         return 0
     if not os.path.isfile(ctx.shim):
-        sys.stderr.write("run.py: %s is missing: build it with make (it needs uthash.h) and bring build/ along\n"
+        sys.stderr.write("run.py: %s is missing: build it with make and bring build/ along\n"
                          % ctx.shim)
         return 2
     ctx.work = tempfile.mkdtemp(prefix="pinshim-workloads.")
