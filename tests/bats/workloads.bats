@@ -384,6 +384,35 @@ PY
     echo "$output" | grep -E '^t +10 \(10-10\) +5 \(5-5\)$'
 }
 
+@test "compare_builds.py: each variant against the first, round by round; the empty variant preloads a library with nothing in it" {
+    local cmp="$ROOT/tests/bench/workloads/compare_builds.py" fake="$ROOT/tests/bench/workloads/fake.py"
+    run python3 "$cmp" --rounds 3 "$fake" faster -- none=none shim="$SHIM" empty=empty
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # fake.py faster: 10 ms without the shim, 5 with it; the empty library is not the shim
+    echo "$output" | grep -E '^t +10 \(10-10\) +5 \(5-5\) +10 \(10-10\)$'
+    echo "$output" | grep -Fx '# against none, round by round: rounds higher / rounds, median ratio'
+    echo "$output" | grep -E '^t +0/3, 0\.500x +0/3, 1\.000x$'
+    # what the empty variant preloads: one library, existing while the run lasts, exporting no function
+    cat >"$WORK/preload.py" <<'PY'
+import json, os, subprocess
+lib = os.environ.get("LD_PRELOAD", "")
+funcs = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True).stdout if lib else ""
+print(json.dumps({"workload": "preload", "metrics": [
+    {"key": "libraries", "value": 0 if not lib else 1 if os.path.isfile(lib) else -1},
+    {"key": "functions", "value": sum(1 for l in funcs.splitlines() if " T " in l)}]}))
+PY
+    run python3 "$cmp" --rounds 2 "$WORK/preload.py" -- none=none empty=empty
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^libraries +0 \(0-0\) +1 \(1-1\)$'
+    echo "$output" | grep -E '^functions +0 \(0-0\) +0 \(0-0\)$'
+    # a failed round leaves that round out of the comparison
+    BENCH_WL_PAIR=2 run python3 "$cmp" --rounds 2 "$fake" crash -- none=none shim="$SHIM"
+    echo "$output"
+    echo "$output" | grep -E '^t +-$'
+}
+
 @test "small_ops_probe.py: bad usage is exit status 2 with the reason; without PyTorch and a GPU it says so and exits 0" {
     probe="$ROOT/tests/bench/small_ops_probe.py"
     run python3 "$probe" --only nosuch

@@ -3,7 +3,9 @@
 in one run, for comparing variants side by side (machine instances differ more between runs than
 variants do, so compare only within one run). Each round runs every variant once, the order rotating
 from round to round; then each metric's median (min-max) per variant, and the process's peak
-resident memory (peak_rss_mib, from wait4). Never judges the numbers;
+resident memory (peak_rss_mib, from wait4); then each variant against the first, round by round:
+in how many rounds its value was higher, and the median of its value over the first's (a variant
+pays for the instance's drift only within a round). Never judges the numbers;
 exit status 1 when a run printed no result, 2 on bad usage.
 
 usage: compare_builds.py [--rounds N] [--budget S] SCRIPT [ARG...] -- VARIANT...
@@ -11,13 +13,17 @@ usage: compare_builds.py [--rounds N] [--budget S] SCRIPT [ARG...] -- VARIANT...
   --budget S  start no new round that would end after S seconds (judged by the longest round so
             far), so a run under a time limit still prints its table; 0 = no limit (default)
   SCRIPT    a workload script (tests/bench/workloads/*.py) and its arguments
-  VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, or "none" for no
-            shim; KEY=VALUE pairs are set in the environment of that variant's runs
+  VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, "none" for no
+            shim, or "empty" for a library with nothing in it (built here with cc): what preloading
+            any library changes (the process's layout and environment), apart from the shim;
+            KEY=VALUE pairs are set in the environment of that variant's runs
 example: compare_builds.py --rounds 5 tests/bench/workloads/torch_fresh.py -- none=none \\
              old=/tmp/old/libpinshim.so new=build/libpinshim.so new8=build/libpinshim.so,PINSHIM_STAGE_H2D_THREADS=8
 Standard library only."""
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +34,20 @@ import time
 def usage(message):
     sys.stderr.write("compare_builds.py: %s\n%s" % (message, __doc__.split("\n\n", 1)[1]))
     sys.exit(2)
+
+
+def empty_library():
+    """A shared library with nothing in it, built once into a temporary folder; exits 2 without cc."""
+    folder = tempfile.mkdtemp(prefix="compare_builds.")
+    atexit.register(shutil.rmtree, folder, True)
+    source, library = os.path.join(folder, "empty.c"), os.path.join(folder, "libempty-preload.so")
+    with open(source, "w") as f:
+        f.write("int compare_builds_empty_library;\n")
+    try:
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", library, source], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        usage("variant library 'empty' needs a C compiler (cc) to build it: %s" % e)
+    return library
 
 
 def parse(argv):
@@ -46,7 +66,7 @@ def parse(argv):
     script, specs = argv[:cut], argv[cut + 1:]
     if not script or not specs:
         usage("give a script and at least one variant")
-    variants = []
+    variants, empty = [], None
     for spec in specs:
         name, sep, rest = spec.partition("=")
         if not sep or not name or not rest:
@@ -54,7 +74,10 @@ def parse(argv):
         library, *settings = rest.split(",")
         env = dict(os.environ, PINSHIM_SUMMARY="none")
         env.pop("LD_PRELOAD", None)
-        if library != "none":
+        if library == "empty":
+            empty = empty or empty_library()
+            env["LD_PRELOAD"] = empty
+        elif library != "none":
             if not os.path.isfile(library):
                 usage("variant %s: no library at %s" % (name, library))
             env["LD_PRELOAD"] = os.path.abspath(library)
@@ -124,7 +147,7 @@ def main(argv):
                 failed = True
                 continue
             for key, value in metrics.items():
-                values[name].setdefault(key, []).append(value)
+                values[name].setdefault(key, {})[r] = value
         longest = max(longest, time.monotonic() - began)
         done += 1
     keys = []
@@ -137,10 +160,28 @@ def main(argv):
     for key in keys:
         cells = []
         for name, _ in variants:
-            v = values[name].get(key, [])
+            v = list(values[name].get(key, {}).values())
             cells.append("%.3g (%.3g-%.3g)" % (statistics.median(v), min(v), max(v)) if v else "-")
         print("%-*s" % (width, key) + "".join("%26s" % c for c in cells))
+    paired(variants, values, keys, width)
     return 1 if failed else 0
+
+
+def paired(variants, values, keys, width):
+    """Each variant against the first, over the rounds where both have the metric."""
+    first = variants[0][0]
+    if len(variants) < 2:
+        return
+    print("# against %s, round by round: rounds higher / rounds, median ratio" % first)
+    print("%-*s" % (width, "metric") + "".join("%26s" % name for name, _ in variants[1:]))
+    for key in keys:
+        base = values[first].get(key, {})
+        cells = []
+        for name, _ in variants[1:]:
+            both = [(v, base[r]) for r, v in values[name].get(key, {}).items() if r in base and base[r]]
+            cells.append("%d/%d, %.3fx" % (sum(v > b for v, b in both), len(both),
+                                           statistics.median(v / b for v, b in both)) if both else "-")
+        print("%-*s" % (width, key) + "".join("%26s" % c for c in cells))
 
 
 if __name__ == "__main__":
