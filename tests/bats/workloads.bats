@@ -178,6 +178,10 @@ PY
     grep -E '^cupy_copy +- .*skipped: cupy not importable' "$WORK/out.txt"
     grep -E '^jax_copy +- .*skipped: jax not importable' "$WORK/out.txt"
     tail -n 1 "$WORK/out.txt" | grep -E '^RESULT: ok: .*14 skipped'
+    # the step's phase split (a diagnostic, not a row) skips the same way
+    run python3 "$ROOT/tests/bench/workloads/train_phases.py"
+    [ "$status" -eq 0 ]
+    [ "$output" = '{"workload": "train_phases", "skipped": "torch not importable (No module named '"'torch'"')"}' ]
 }
 
 @test "workloads: the C loop (guard_cost.c) against the fake driver, ns per iteration and shim - no shim" {

@@ -165,13 +165,15 @@ class CaptureFailed(Exception):
     """torch_mlp_step's CUDA graph could not be captured; the message says why."""
 
 
-def torch_mlp_step(torch, dev, graph):
+def torch_mlp_step(torch, dev, graph, mark=None):
     """torch_train.py's loop as a function: (step, model). step() makes a fresh pageable batch on the
     CPU from a seeded generator (256 x 1024 float32 inputs, 1 MiB, and 256 labels), copies it to the
     device, runs forward, backward and an SGD step, and returns loss.item(). With graph the forward,
     backward and optimizer step are captured once in a CUDA graph (after a warm-up on a side stream,
     as capture requires) and replayed, the batch copied into the graph's static input first; a
-    failed capture raises CaptureFailed, saying why."""
+    failed capture raises CaptureFailed, saying why. mark, for the plain step only, is called with
+    each phase's name as the phase ends: batch (made on the CPU), copy (the inputs to the device),
+    forward (the labels' copy included), backward, optimizer, item (train_phases.py times them)."""
     F = torch.nn.functional
     batch_n, width, hidden, classes = 256, 1024, 2048, 10
     torch.manual_seed(0)
@@ -184,13 +186,24 @@ def torch_mlp_step(torch, dev, graph):
         return torch.randn(batch_n, width, generator=gen), torch.randint(0, classes, (batch_n,), generator=gen)
 
     if not graph:
+        tick = mark or (lambda _phase: None)
+
         def step():
             x, y = batch()
-            loss = F.cross_entropy(model(x.to(dev)), y.to(dev))
+            tick("batch")
+            xd = x.to(dev)
+            tick("copy")
+            loss = F.cross_entropy(model(xd), y.to(dev))
+            del xd  # released where the one-expression form released it (autograd keeps its own)
+            tick("forward")
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            tick("backward")
             opt.step()
-            return loss.item()
+            tick("optimizer")
+            value = loss.item()
+            tick("item")
+            return value
         return step, model
 
     try:

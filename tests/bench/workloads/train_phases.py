@@ -1,0 +1,64 @@
+"""train_phases.py: where the time of torch_train.py's step goes, one process (a diagnostic, not a
+row of the suite). Runs the same plain MLP step (wl.torch_mlp_step) 100 times, then 400 timed, each
+phase timed apart (batch made on the CPU, copy to the device, forward, backward, optimizer, item),
+and after every step a fixed pure-Python loop (control): this host's CPU speed moves between levels
+from process to process and within one (the step and the control move together), so the step over
+its control compares processes met at different levels better than the step alone.
+Prints one JSON line as the suite's scripts do (wl.py): metrics in us (medians over the timed steps),
+step_per_control (the median of each step over its own control), faults_per_step (minor page
+faults), threads (the process's, at the end). Run it under several variants, side by side:
+  tests/bench/workloads/compare_builds.py --rounds 8 tests/bench/workloads/train_phases.py -- \\
+      none=none empty=empty shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off
+Without PyTorch or a GPU it prints a skipped line and exits 0. Never judges the numbers."""
+import os
+import time
+
+import wl
+
+NAME, WARMUP, TIMED, CONTROL_LOOPS = "train_phases", 100, 400, 3000
+PHASES = ("batch", "copy", "forward", "backward", "optimizer", "item")
+
+
+def control_us():
+    t0 = time.perf_counter_ns()
+    s = 0
+    for i in range(CONTROL_LOOPS):
+        s += i
+    return (time.perf_counter_ns() - t0) / 1e3
+
+
+def minor_faults():
+    return int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[7])
+
+
+torch, dev, sync = wl.torch_or_skip(NAME)
+marks = []
+step, _model = wl.torch_mlp_step(torch, dev, False, mark=lambda phase: marks.append(time.perf_counter_ns()))
+times = {k: [] for k in PHASES + ("step", "control", "step_per_control")}
+for n in range(WARMUP + TIMED):
+    if n == WARMUP:
+        faults0 = minor_faults()
+    del marks[:]
+    t0 = time.perf_counter_ns()
+    step()
+    if n < WARMUP:
+        continue
+    ends = [t0] + marks
+    for k, a, b in zip(PHASES, ends, ends[1:]):
+        times[k].append((b - a) / 1e3)
+    total = (ends[-1] - t0) / 1e3
+    control = control_us()
+    times["step"].append(total)
+    times["control"].append(control)
+    times["step_per_control"].append(total / control)
+faults = (minor_faults() - faults0) / TIMED
+
+rep = wl.Report(NAME)
+rep.notes.update(wl.torch_versions(torch))
+for key in ("step",) + PHASES + ("control",):
+    rep.metric(key, "%s, median of %d steps" % (key, TIMED), wl.median(times[key]), "us", "same")
+rep.metric("step_per_control", "each step over the control loop after it, median", wl.median(times["step_per_control"]),
+           "x", "same")
+rep.metric("faults_per_step", "minor page faults per timed step", faults, "faults", "same")
+rep.metric("threads", "the process's threads at the end", len(os.listdir("/proc/self/task")), "threads", "same")
+rep.emit()
