@@ -4,8 +4,9 @@ in one run, for comparing variants side by side (machine instances differ more b
 variants do, so compare only within one run). Each round runs every variant once, the order rotating
 from round to round; then each metric's median (min-max) per variant, and the process's peak
 resident memory (peak_rss_mib, from wait4); then each variant against the first, round by round:
-in how many rounds its value was higher, and the median of its value over the first's (a variant
-pays for the instance's drift only within a round). Never judges the numbers;
+in how many rounds its value was higher, and the median of its value over the first's (the runs of
+one round are close in time, so they share more of the instance's drift than the medians do).
+Never judges the numbers;
 exit status 1 when a run printed no result, 2 on bad usage.
 
 usage: compare_builds.py [--rounds N] [--budget S] SCRIPT [ARG...] -- VARIANT...

@@ -172,7 +172,7 @@ def torch_mlp_step(torch, dev, graph, mark=None):
     backward and optimizer step are captured once in a CUDA graph (after a warm-up on a side stream,
     as capture requires) and replayed, the batch copied into the graph's static input first; a
     failed capture raises CaptureFailed, saying why. mark, for the plain step only, is called with
-    each phase's name as the phase ends: batch (made on the CPU), copy (the inputs to the device),
+    each phase's name as the phase ends: batch (made on the CPU), copy (the inputs x to the device),
     forward (the labels' copy included), backward, optimizer, item (train_phases.py times them)."""
     F = torch.nn.functional
     batch_n, width, hidden, classes = 256, 1024, 2048, 10
