@@ -6,7 +6,9 @@ from process to process and within one (the step and the control move together),
 its control compares processes met at different levels better than the step alone.
 Prints one JSON line as the suite's scripts do (wl.py): metrics in us (medians over the timed steps),
 step_per_control (the median of each step over its own control), faults_per_step (minor page
-faults), threads (the process's, at the end). Run it under several variants, side by side:
+faults), threads (the process's, at the end), and the CPU time, over the timed steps, of the
+process's threads other than the main one: the shim's (named pinshim-*) and the rest (PyTorch's
+OpenMP team, the driver's), in ms. Run it under several variants, side by side:
   tests/bench/workloads/compare_builds.py --rounds 8 tests/bench/workloads/train_phases.py -- \\
       none=none empty=empty shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off
 Without PyTorch or a GPU it prints a skipped line and exits 0. Never judges the numbers."""
@@ -27,6 +29,20 @@ def control_us():
     return (time.perf_counter_ns() - t0) / 1e3
 
 
+def thread_cpu_ns():
+    """{tid: (name, ns on a CPU)} of this process's threads (/proc/self/task/*/schedstat)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                name = f.read().strip()
+            with open("/proc/self/task/%s/schedstat" % tid) as f:
+                out[tid] = (name, int(f.read().split()[0]))
+        except (OSError, ValueError, IndexError):  # a thread that ended, or no schedstat
+            pass
+    return out
+
+
 def minor_faults():
     return int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[7])
 
@@ -37,7 +53,7 @@ step, _model = wl.torch_mlp_step(torch, dev, False, mark=lambda phase: marks.app
 times = {k: [] for k in PHASES + ("step", "control", "step_per_control")}
 for n in range(WARMUP + TIMED):
     if n == WARMUP:
-        faults0 = minor_faults()
+        faults0, threads0 = minor_faults(), thread_cpu_ns()
     del marks[:]
     t0 = time.perf_counter_ns()
     step()
@@ -52,6 +68,11 @@ for n in range(WARMUP + TIMED):
     times["control"].append(control)
     times["step_per_control"].append(total / control)
 faults = (minor_faults() - faults0) / TIMED
+threads1, main = thread_cpu_ns(), str(os.getpid())
+others = {"shim": 0, "other": 0}
+for tid, (name, ns) in threads1.items():
+    if tid != main:
+        others["shim" if name.startswith("pinshim-") else "other"] += ns - threads0.get(tid, (name, 0))[1]
 
 rep = wl.Report(NAME)
 rep.notes.update(wl.torch_versions(torch))
@@ -60,5 +81,8 @@ for key in ("step",) + PHASES + ("control",):
 rep.metric("step_per_control", "each step over the control loop after it, median", wl.median(times["step_per_control"]),
            "x", "same")
 rep.metric("faults_per_step", "minor page faults per timed step", faults, "faults", "same")
-rep.metric("threads", "the process's threads at the end", len(os.listdir("/proc/self/task")), "threads", "same")
+rep.metric("threads", "the process's threads at the end", len(threads1), "threads", "same")
+rep.metric("shim_threads_cpu", "CPU time of the shim's threads over the timed steps", others["shim"] / 1e6, "ms", "same")
+rep.metric("other_threads_cpu", "CPU time of the other non-main threads over the timed steps", others["other"] / 1e6,
+           "ms", "same")
 rep.emit()
