@@ -417,6 +417,64 @@ PY
     echo "$output" | grep -E '^t +-$'
 }
 
+@test "alloc_count.c counts every allocator call and those of 1 MiB or more; compare_builds.py builds a C file given as a variant's library" {
+    cc -O2 -shared -fPIC "$ROOT/tests/bench/alloc_count.c" -o "$WORK/libcount.so"
+    cat >"$WORK/allocs.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(void)
+{
+    uint64_t (*calls)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT, "alloc_count_calls");
+    uint64_t (*large)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT, "alloc_count_large");
+    if (!calls || !large)
+        return 2;
+    uint64_t c0 = calls(), l0 = large();
+    void *p[7];
+    p[0] = malloc(100);
+    p[1] = calloc(4, 1 << 18); /* 1 MiB in all */
+    p[2] = realloc(NULL, 3 << 20);
+    p[3] = aligned_alloc(64, 128);
+    p[4] = memalign(4096, 2 << 20);
+    if (posix_memalign(&p[5], 64, 4 << 20) != 0 || posix_memalign(&p[6], 3, 8) == 0)
+        return 3;
+    for (int i = 0; i < 6; i++)
+        free(p[i]);
+    free(NULL);
+    printf("calls %llu large %llu\n", (unsigned long long)(calls() - c0), (unsigned long long)(large() - l0));
+    return 0;
+}
+C
+    cc -O1 "$WORK/allocs.c" -o "$WORK/allocs" -ldl
+    # 7 allocations (the misaligned posix_memalign counted, refused) and 6 frees; 4 of 1 MiB or more
+    ALLOC_COUNT_REPORT=1 LD_PRELOAD="$WORK/libcount.so" "$WORK/allocs" >"$WORK/out" 2>"$WORK/err"
+    cat "$WORK/out" "$WORK/err"
+    [ "$(cat "$WORK/out")" = "calls 13 large 4" ]
+    grep -E '^alloc_count: [0-9]+ allocator calls, [0-9]+ of 1 MiB or more$' "$WORK/err"
+    # through compare_builds.py: built from the C file, preloaded, found by a script with ctypes
+    cat >"$WORK/counted.py" <<'PY'
+import ctypes, json
+try:
+    f = ctypes.CDLL(None).alloc_count_calls
+    f.restype = ctypes.c_uint64
+    value = 1 if f() > 0 else 0
+except AttributeError:
+    value = -1
+print(json.dumps({"workload": "counted", "metrics": [{"key": "counter", "value": value}]}))
+PY
+    run python3 "$ROOT/tests/bench/workloads/compare_builds.py" --rounds 1 "$WORK/counted.py" -- \
+        none=none count="$ROOT/tests/bench/alloc_count.c"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^counter +-1 \(-1--1\) +1 \(1-1\)$'
+    run python3 "$ROOT/tests/bench/workloads/compare_builds.py" "$WORK/counted.py" -- broken="$WORK/nosuch.c"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F "variant broken: no C file at $WORK/nosuch.c"
+}
+
 @test "small_ops_probe.py: bad usage is exit status 2 with the reason; without PyTorch and a GPU it says so and exits 0" {
     probe="$ROOT/tests/bench/small_ops_probe.py"
     run python3 "$probe" --only nosuch

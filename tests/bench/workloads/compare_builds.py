@@ -15,9 +15,11 @@ usage: compare_builds.py [--rounds N] [--budget S] SCRIPT [ARG...] -- VARIANT...
             far), so a run under a time limit still prints its table; 0 = no limit (default)
   SCRIPT    a workload script (tests/bench/workloads/*.py) and its arguments
   VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, "none" for no
-            shim, or "empty" for a library with nothing in it (built here with cc): what preloading
-            any library changes (the process's layout and environment), apart from the shim;
-            KEY=VALUE pairs are set in the environment of that variant's runs
+            shim, "empty" for a library with nothing in it (built here with cc): what preloading
+            any library changes (the process's layout and environment), apart from the shim, or a
+            C file, built here with cc into a library to preload (tests/bench/alloc_count.c, which
+            counts the allocator calls train_phases.py reports); KEY=VALUE pairs are set in the
+            environment of that variant's runs
 example: compare_builds.py --rounds 5 tests/bench/workloads/torch_fresh.py -- none=none \\
              old=/tmp/old/libpinshim.so new=build/libpinshim.so new8=build/libpinshim.so,PINSHIM_STAGE_H2D_THREADS=8
 Standard library only."""
@@ -37,17 +39,23 @@ def usage(message):
     sys.exit(2)
 
 
-def empty_library():
-    """A shared library with nothing in it, built once into a temporary folder; exits 2 without cc."""
+def built_library(name, source=None):
+    """A shared library built with cc into a temporary folder (removed at exit): from the C file
+    source, or, without one, a library with nothing in it. Exits 2 when cc is missing or fails."""
     folder = tempfile.mkdtemp(prefix="compare_builds.")
     atexit.register(shutil.rmtree, folder, True)
-    source, library = os.path.join(folder, "empty.c"), os.path.join(folder, "libempty-preload.so")
-    with open(source, "w") as f:
-        f.write("int compare_builds_empty_library;\n")
+    library = os.path.join(folder, "lib%s.so" % name)
+    if source is None:
+        source = os.path.join(folder, "empty.c")
+        with open(source, "w") as f:
+            f.write("int compare_builds_empty_library;\n")
     try:
-        subprocess.run(["cc", "-shared", "-fPIC", "-o", library, source], check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        usage("variant library 'empty' needs a C compiler (cc) to build it: %s" % e)
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", library, source], check=True, capture_output=True,
+                       text=True)
+    except OSError as e:
+        usage("variant library %s needs a C compiler (cc) to build it: %s" % (name, e))
+    except subprocess.CalledProcessError as e:
+        usage("variant library %s: cc failed: %s" % (name, (e.stderr.strip().splitlines() or ["exit %d" % e.returncode])[0]))
     return library
 
 
@@ -67,7 +75,7 @@ def parse(argv):
     script, specs = argv[:cut], argv[cut + 1:]
     if not script or not specs:
         usage("give a script and at least one variant")
-    variants, empty = [], None
+    variants, built = [], {}
     for spec in specs:
         name, sep, rest = spec.partition("=")
         if not sep or not name or not rest:
@@ -75,9 +83,13 @@ def parse(argv):
         library, *settings = rest.split(",")
         env = dict(os.environ, PINSHIM_SUMMARY="none")
         env.pop("LD_PRELOAD", None)
-        if library == "empty":
-            empty = empty or empty_library()
-            env["LD_PRELOAD"] = empty
+        if library == "empty" or library.endswith(".c"):
+            if library.endswith(".c") and not os.path.isfile(library):
+                usage("variant %s: no C file at %s" % (name, library))
+            if library not in built:
+                built[library] = built_library(os.path.basename(library)[:-2] if library != "empty" else "empty",
+                                               None if library == "empty" else library)
+            env["LD_PRELOAD"] = built[library]
         elif library != "none":
             if not os.path.isfile(library):
                 usage("variant %s: no library at %s" % (name, library))

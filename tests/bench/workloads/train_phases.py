@@ -8,10 +8,12 @@ Prints one JSON line as the suite's scripts do (wl.py): metrics in us (medians o
 step_per_control (the median of each step over its own control), faults_per_step (minor page
 faults), threads (the process's, at the end), and the CPU time, over the timed steps, of the
 process's threads other than the main one: the shim's (named pinshim-*) and the rest (PyTorch's
-OpenMP team, the driver's), in ms. Run it under several variants, side by side:
+OpenMP team, the driver's), in ms. Under tests/bench/alloc_count.c (a preload run instead of the
+shim) also the allocator calls a step makes, and those of 1 MiB or more (what the shim tracks). Run it under several variants, side by side:
   tests/bench/workloads/compare_builds.py --rounds 8 tests/bench/workloads/train_phases.py -- \\
       none=none empty=empty shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off
 Without PyTorch or a GPU it prints a skipped line and exits 0. Never judges the numbers."""
+import ctypes
 import os
 import time
 
@@ -43,17 +45,30 @@ def thread_cpu_ns():
     return out
 
 
+def allocator_counters():
+    """alloc_count.c's two counters, when that library is preloaded, else None."""
+    try:
+        process = ctypes.CDLL(None)
+        calls, large = process.alloc_count_calls, process.alloc_count_large
+    except AttributeError:
+        return None
+    calls.restype = large.restype = ctypes.c_uint64
+    return lambda: (calls(), large())
+
+
 def minor_faults():
     return int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[7])
 
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 marks = []
+counters = allocator_counters()
 step, _model = wl.torch_mlp_step(torch, dev, False, mark=lambda phase: marks.append(time.perf_counter_ns()))
 times = {k: [] for k in PHASES + ("step", "control", "step_per_control")}
 for n in range(WARMUP + TIMED):
     if n == WARMUP:
         faults0, threads0 = minor_faults(), thread_cpu_ns()
+        allocs0 = counters() if counters else None
     del marks[:]
     t0 = time.perf_counter_ns()
     step()
@@ -68,6 +83,7 @@ for n in range(WARMUP + TIMED):
     times["control"].append(control)
     times["step_per_control"].append(total / control)
 faults = (minor_faults() - faults0) / TIMED
+allocs1 = counters() if counters else None
 threads1, main = thread_cpu_ns(), str(os.getpid())
 others = {"shim": 0, "other": 0}
 for tid, (name, ns) in threads1.items():
@@ -85,4 +101,9 @@ rep.metric("threads", "the process's threads at the end", len(threads1), "thread
 rep.metric("shim_threads_cpu", "CPU time of the shim's threads over the timed steps", others["shim"] / 1e6, "ms", "same")
 rep.metric("other_threads_cpu", "CPU time of the other non-main threads over the timed steps", others["other"] / 1e6,
            "ms", "same")
+if allocs1:
+    rep.metric("allocator_calls", "allocator calls per timed step (alloc_count.c)", (allocs1[0] - allocs0[0]) / TIMED,
+               "calls", "same")
+    rep.metric("allocator_calls_1mib", "of those, calls for 1 MiB or more", (allocs1[1] - allocs0[1]) / TIMED, "calls",
+               "same")
 rep.emit()
