@@ -55,7 +55,8 @@ def built_library(name, source=None):
     except OSError as e:
         usage("variant library %s needs a C compiler (cc) to build it: %s" % (name, e))
     except subprocess.CalledProcessError as e:
-        usage("variant library %s: cc failed: %s" % (name, (e.stderr.strip().splitlines() or ["exit %d" % e.returncode])[0]))
+        why = (e.stderr.strip().splitlines() or ["exit %d" % e.returncode])[0]
+        usage("variant library %s: cc failed: %s" % (name, why))
     return library
 
 

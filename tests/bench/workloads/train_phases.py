@@ -9,9 +9,11 @@ step_per_control (the median of each step over its own control), faults_per_step
 faults), threads (the process's, at the end), and the CPU time, over the timed steps, of the
 process's threads other than the main one: the shim's (named pinshim-*) and the rest (PyTorch's
 OpenMP team, the driver's), in ms. Under tests/bench/alloc_count.c (a preload run instead of the
-shim) also the allocator calls a step makes, and those of 1 MiB or more (what the shim tracks). Run it under several variants, side by side:
+shim) also the allocator calls a step makes, and those of 1 MiB or more (what the shim tracks).
+Run it under several variants, side by side:
   tests/bench/workloads/compare_builds.py --rounds 8 tests/bench/workloads/train_phases.py -- \\
-      none=none empty=empty shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off
+      none=none empty=empty shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off \\
+      count=tests/bench/alloc_count.c
 Without PyTorch or a GPU it prints a skipped line and exits 0. Never judges the numbers."""
 import ctypes
 import os
@@ -98,7 +100,8 @@ rep.metric("step_per_control", "each step over the control loop after it, median
            "x", "same")
 rep.metric("faults_per_step", "minor page faults per timed step", faults, "faults", "same")
 rep.metric("threads", "the process's threads at the end", len(threads1), "threads", "same")
-rep.metric("shim_threads_cpu", "CPU time of the shim's threads over the timed steps", others["shim"] / 1e6, "ms", "same")
+rep.metric("shim_threads_cpu", "CPU time of the shim's threads over the timed steps", others["shim"] / 1e6, "ms",
+           "same")
 rep.metric("other_threads_cpu", "CPU time of the other non-main threads over the timed steps", others["other"] / 1e6,
            "ms", "same")
 if allocs1:
