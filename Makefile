@@ -208,7 +208,8 @@ bench: all
 
 # Real-workload benchmarks (tests/bench/workloads/README.md), on the GPU machine. This target only
 # checks that build/libpinshim.so is there and never rebuilds it: the table names the build it
-# measured (its commit), the one brought along. Options in BENCH_ARGS, e.g. make bench-workloads BENCH_ARGS="--pairs 7 --out $OUT".
+# measured (its commit), the one brought along. Options in BENCH_ARGS, e.g.
+# make bench-workloads BENCH_ARGS="--pairs 7 --out $OUT".
 PYTHON ?= python3
 bench-workloads:
 	@test -f $(BUILD)/libpinshim.so || { echo "bench-workloads: $(BUILD)/libpinshim.so is missing:" \

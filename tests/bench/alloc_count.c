@@ -27,7 +27,7 @@ void *__libc_memalign(size_t align, size_t n);
 
 static uint64_t calls, large;
 
-static inline void count(size_t n)
+static inline void note_call(size_t n)
 {
     __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
     if (n >= LARGE_BYTES)
@@ -39,44 +39,44 @@ uint64_t alloc_count_large(void) { return __atomic_load_n(&large, __ATOMIC_RELAX
 
 void *malloc(size_t n)
 {
-    count(n);
+    note_call(n);
     return __libc_malloc(n);
 }
 
-void *calloc(size_t count_, size_t size)
+void *calloc(size_t count, size_t size)
 {
-    count(count_ && size > SIZE_MAX / count_ ? SIZE_MAX : count_ * size);
-    return __libc_calloc(count_, size);
+    note_call(count && size > SIZE_MAX / count ? SIZE_MAX : count * size);
+    return __libc_calloc(count, size);
 }
 
 void *realloc(void *p, size_t n)
 {
-    count(n);
+    note_call(n);
     return __libc_realloc(p, n);
 }
 
 void free(void *p)
 {
     if (p)
-        count(0);
+        note_call(0);
     __libc_free(p);
 }
 
 void *memalign(size_t align, size_t n)
 {
-    count(n);
+    note_call(n);
     return __libc_memalign(align, n);
 }
 
 void *aligned_alloc(size_t align, size_t n)
 {
-    count(n);
+    note_call(n);
     return __libc_memalign(align, n);
 }
 
 int posix_memalign(void **out, size_t align, size_t n)
 {
-    count(n);
+    note_call(n);
     if (align < sizeof(void *) || (align & (align - 1)))
         return EINVAL;
     void *p = __libc_memalign(align, n);

@@ -85,11 +85,11 @@ def parse(argv):
         env = dict(os.environ, PINSHIM_SUMMARY="none")
         env.pop("LD_PRELOAD", None)
         if library == "empty" or library.endswith(".c"):
-            if library.endswith(".c") and not os.path.isfile(library):
-                usage("variant %s: no C file at %s" % (name, library))
+            source = None if library == "empty" else library
+            if source and not os.path.isfile(source):
+                usage("variant %s: no C file at %s" % (name, source))
             if library not in built:
-                built[library] = built_library(os.path.basename(library)[:-2] if library != "empty" else "empty",
-                                               None if library == "empty" else library)
+                built[library] = built_library(os.path.basename(source)[:-2] if source else "empty", source)
             env["LD_PRELOAD"] = built[library]
         elif library != "none":
             if not os.path.isfile(library):
@@ -183,9 +183,9 @@ def main(argv):
 
 def paired(variants, values, keys, width):
     """Each variant against the first, over the rounds where both have the metric."""
-    first = variants[0][0]
     if len(variants) < 2:
         return
+    first = variants[0][0]
     print("# against %s, round by round: rounds higher / rounds, median ratio" % first)
     print("%-*s" % (width, "metric") + "".join("%26s" % name for name, _ in variants[1:]))
     for key in keys:

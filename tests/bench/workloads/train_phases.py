@@ -59,7 +59,8 @@ def allocator_counters():
 
 
 def minor_faults():
-    return int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[7])
+    with open("/proc/self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
 
 
 torch, dev, sync = wl.torch_or_skip(NAME)

@@ -161,6 +161,9 @@ def torch_image_loader(torch, pin, batches, workers=6, batch=64):
                                        shuffle=False, multiprocessing_context="fork", worker_init_fn=one_thread)
 
 
+MLP_BATCH, MLP_WIDTH, MLP_HIDDEN, MLP_CLASSES = 256, 1024, 2048, 10  # torch_mlp_step's shapes
+
+
 class CaptureFailed(Exception):
     """torch_mlp_step's CUDA graph could not be captured; the message says why."""
 
@@ -175,7 +178,7 @@ def torch_mlp_step(torch, dev, graph, mark=None):
     each phase's name as the phase ends: batch (made on the CPU), copy (the inputs x to the device),
     forward (the labels' copy included), backward, optimizer, item (train_phases.py times them)."""
     F = torch.nn.functional
-    batch_n, width, hidden, classes = 256, 1024, 2048, 10
+    batch_n, width, hidden, classes = MLP_BATCH, MLP_WIDTH, MLP_HIDDEN, MLP_CLASSES
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(width, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden),
                                 torch.nn.ReLU(), torch.nn.Linear(hidden, classes)).to(dev)
@@ -194,7 +197,7 @@ def torch_mlp_step(torch, dev, graph, mark=None):
             xd = x.to(dev)
             tick("copy")
             loss = F.cross_entropy(model(xd), y.to(dev))
-            del xd  # released where the one-expression form released it (autograd keeps its own)
+            del xd  # not held to the step's end: autograd keeps what backward needs, as before
             tick("forward")
             opt.zero_grad(set_to_none=True)
             loss.backward()
