@@ -150,6 +150,9 @@ $(OMP_LLVM_PROG): tests/progs/openmp_stage.c $(wildcard tests/progs/*.h)
 # real_check likewise compiles shim/base/real.c and base/util.c in.
 $(BUILD)/tests/real_check: shim/base/real.c shim/base/real.h shim/base/util.c
 $(BUILD)/tests/real_check: PROG_CFLAGS += -Ishim -Ipolicy
+# thread_start_check likewise compiles shim/base/util.c in (the shim's thread starter).
+$(BUILD)/tests/thread_start_check: shim/base/util.c
+$(BUILD)/tests/thread_start_check: PROG_CFLAGS += -Ishim -Ipolicy
 # alloc_table_check likewise compiles shim/hostmem/alloc_table.c and alloc_events.c in.
 $(BUILD)/tests/alloc_table_check: shim/hostmem/alloc_table.c shim/hostmem/alloc_table.h shim/hostmem/alloc_events.c
 $(BUILD)/tests/alloc_table_check: PROG_CFLAGS += -Ishim -Ipolicy

@@ -61,9 +61,12 @@ static inline void pinshim_leave(void) { pinshim_thread.depth--; }
  * (PTHREAD_COND_INITIALIZER: CLOCK_REALTIME, so the deadline is taken from that clock). */
 void pinshim_cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t ns);
 
-/* Starts a detached thread of the shim's own with every signal blocked (the program's signals are
- * not for the shim's threads); pthread_create's result. */
-int pinshim_start_thread(void *(*main_fn)(void *), void *arg);
+/* Starts a thread of the shim's own, named `name` (a string that outlives it, at most 15 chars,
+ * "pinshim-*": stage/omp_team.c tells the program's threads from the shim's by name) before
+ * main_fn runs, with every signal blocked (the program's signals are not for the shim's threads).
+ * Detached when `joinable` is NULL, else joinable and its handle stored there. pthread_create's
+ * result (ENOMEM when the start record cannot be allocated). */
+int pinshim_start_thread(const char *name, void *(*main_fn)(void *), void *arg, pthread_t *joinable);
 
 /* Diagnostics go to stderr with the sanitizer-style "==pid== pinshim:" prefix.
  * Thread-safe (one write(2) per message); not async-signal-safe (uses vsnprintf). */

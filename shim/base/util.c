@@ -2,9 +2,12 @@
  * declared in common.h. */
 #include "common.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 __thread struct pinshim_thread pinshim_thread __attribute__((tls_model("initial-exec")));
@@ -38,17 +41,40 @@ void pinshim_cond_wait_ns(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t
     pthread_cond_timedwait(cond, mutex, &until);
 }
 
-int pinshim_start_thread(void *(*main_fn)(void *), void *arg)
+/* What a new thread of the shim's needs before its main runs; the trampoline frees it. */
+struct thread_start {
+    const char *name;
+    void *(*main_fn)(void *);
+    void *arg;
+};
+
+static void *named_thread_main(void *p)
 {
+    struct thread_start start = *(struct thread_start *)p;
+    free(p);
+    prctl(PR_SET_NAME, start.name); /* before main_fn: omp_team.c never sees it with the program's name */
+    return start.main_fn(start.arg);
+}
+
+int pinshim_start_thread(const char *name, void *(*main_fn)(void *), void *arg, pthread_t *joinable)
+{
+    struct thread_start *start = malloc(sizeof *start);
+    if (!start)
+        return ENOMEM;
+    *start = (struct thread_start){name, main_fn, arg};
     pthread_attr_t attr;
     pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setdetachstate(&attr, joinable ? PTHREAD_CREATE_JOINABLE : PTHREAD_CREATE_DETACHED);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old); /* the new thread inherits the full mask */
     pthread_t t;
-    int r = pthread_create(&t, &attr, main_fn, arg);
+    int r = pthread_create(&t, &attr, named_thread_main, start);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+    if (r != 0)
+        free(start);
+    else if (joinable)
+        *joinable = t;
     return r;
 }

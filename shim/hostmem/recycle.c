@@ -10,7 +10,6 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -195,7 +194,6 @@ const struct alloc_subscriber *recycle_configure(void)
 static void *trimmer_main(void *arg)
 {
     (void)arg;
-    prctl(PR_SET_NAME, "pinshim-recycle"); /* named, as the shim's other threads (omp_team.c counts the rest) */
     pthread_mutex_lock(&mu);
     for (;;) {
         if (!n_regions) {
@@ -226,7 +224,7 @@ bool recycle_wanted(void *p, size_t n)
         if (!armed && enabled) {
             /* without the trimming thread nothing is kept: a reserve nobody trims could outlive
              * the program's need by hours */
-            if (kernel_keeps_old_range() && pinshim_start_thread(trimmer_main, NULL) == 0)
+            if (kernel_keeps_old_range() && pinshim_start_thread("pinshim-recycle", trimmer_main, NULL, NULL) == 0)
                 __atomic_store_n(&armed, 1, __ATOMIC_RELAXED);
             else
                 __atomic_store_n(&enabled, false, __ATOMIC_RELAXED);

@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "advice.h"
@@ -202,7 +201,6 @@ static bool open_log(void)
 static void *writer_main(void *arg)
 {
     (void)arg;
-    prctl(PR_SET_NAME, "pinshim-log"); /* named, as the shim's other threads */
     log_consumer_lock();
     bool ok = open_log();
     log_consumer_unlock();
@@ -295,11 +293,7 @@ void log_writer_start(void)
     install_signal_handlers();
     if (!atexit_registered) /* the registration survives fork: once per process image */
         atexit_registered = atexit(log_atexit) == 0;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer inherits a full mask: signals go elsewhere */
-    writer_started = pthread_create(&writer, NULL, writer_main, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    writer_started = pinshim_start_thread("pinshim-log", writer_main, NULL, &writer) == 0; /* joined at exit */
     if (!writer_started)
         pinshim_warn("warning: PINSHIM_LOG: cannot start the writer thread; records are written at exit");
     __atomic_store_n(&state, LOG_STATE_RUNNING, __ATOMIC_RELEASE);

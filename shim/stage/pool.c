@@ -5,7 +5,6 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/queue.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -331,7 +330,6 @@ static void probe_with_one_chunk(int dev)
  * default no copy waits for it. Meanwhile copies pass through (first slab) or use what exists. */
 static void *grow_thread(void *arg)
 {
-    prctl(PR_SET_NAME, "pinshim-pool"); /* named: told from the program's threads (omp_team.c) */
     int dev = (int)(intptr_t)arg;
     pinshim_enter(); /* the shim's own driver calls: never counted, never re-wrapped */
     pthread_mutex_lock(&lock);
@@ -354,7 +352,7 @@ static void *grow_thread(void *arg)
 static bool grow_in_background(int dev)
 {
     growing = true;
-    int r = pinshim_start_thread(grow_thread, (void *)(intptr_t)dev);
+    int r = pinshim_start_thread("pinshim-pool", grow_thread, (void *)(intptr_t)dev, NULL);
     if (r != 0)
         growing = false;
     return r == 0;

@@ -13,7 +13,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <stdbool.h>
@@ -371,7 +370,6 @@ static void ask_for_slice(void)
 
 static void *worker_main(void *arg)
 {
-    prctl(PR_SET_NAME, "pinshim-stage"); /* named: told from the program's threads (omp_team.c) */
     unsigned index = (unsigned)(uintptr_t)arg;
     pinshim_enter(); /* a worker never makes a copy the shim should count */
     ask_for_slice();
@@ -394,7 +392,7 @@ static void start_workers(void)
 {
     unsigned want = workers_parallelism() - 1;
     while (started < want && !start_failed) {
-        int r = pinshim_start_thread(worker_main, (void *)(uintptr_t)started);
+        int r = pinshim_start_thread("pinshim-stage", worker_main, (void *)(uintptr_t)started, NULL);
         if (r != 0) {
             start_failed = true;
             pinshim_warn("warning: could not start staging worker threads (%d running); copying with fewer", started);

@@ -448,6 +448,13 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     ! grep '^thread: ' "$WORK/plain.err" | grep -vx 'thread: fakecuda-strm' || false
 }
 
+@test "the shim's thread starter names a thread before its main runs, blocks every signal in it, and joins when asked" {
+    run "$T/thread_start_check"
+    echo "$output"
+    [ "$status" = 0 ]
+    [ "$output" = "thread_start: as specified" ]
+}
+
 @test "stage_d2h_first_bytes: a staged D2H's first DMA is that short, the rest whole chunks; 0: whole chunks from the start" {
     # a 64 MiB D2H in 16 MiB chunks: 2M + 16M + 16M + 16M + 14M, or 4 x 16M (the fake counts the DMAs)
     for first in 2M 0; do
