@@ -417,6 +417,31 @@ PY
     echo "$output" | grep -E '^t +-$'
 }
 
+@test "compare_builds.py --cpus runs every variant's process on the CPUs named, and names them; a list that is not of this process's CPUs is refused" {
+    local cmp="$ROOT/tests/bench/workloads/compare_builds.py"
+    cat >"$WORK/affinity.py" <<'PY'
+import json, os
+cpus = os.sched_getaffinity(0)
+print(json.dumps({"workload": "affinity", "metrics": [{"key": "cpus", "value": len(cpus)},
+                                                       {"key": "lowest", "value": min(cpus)}]}))
+PY
+    run python3 "$cmp" --rounds 2 --cpus 0 "$WORK/affinity.py" -- none=none shim="$SHIM"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -F '2 rounds, order rotating, on CPUs 0; median'
+    echo "$output" | grep -E '^cpus +1 \(1-1\) +1 \(1-1\)$'
+    echo "$output" | grep -E '^lowest +0 \(0-0\) +0 \(0-0\)$'
+    # without --cpus a process keeps every CPU of ours
+    run python3 "$cmp" --rounds 1 "$WORK/affinity.py" -- none=none
+    echo "$output" | grep -E "^cpus +$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))') "
+    for bad in 100000 0-x 3-1 ''; do
+        run python3 "$cmp" --cpus "$bad" "$WORK/affinity.py" -- none=none
+        echo "$output"
+        [ "$status" -eq 2 ]
+        echo "$output" | grep -F -- "--cpus $bad is not a CPU list of this process's CPUs ("
+    done
+}
+
 @test "alloc_count.c counts every allocator call and those of 1 MiB or more; compare_builds.py builds a C file given as a variant's library" {
     cc -O2 -shared -fPIC "$ROOT/tests/bench/alloc_count.c" -o "$WORK/libcount.so"
     cat >"$WORK/allocs.c" <<'C'

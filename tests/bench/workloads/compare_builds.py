@@ -9,10 +9,13 @@ one round are close in time, so they share more of the instance's drift than the
 Never judges the numbers;
 exit status 1 when a run printed no result, 2 on bad usage.
 
-usage: compare_builds.py [--rounds N] [--budget S] SCRIPT [ARG...] -- VARIANT...
+usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] SCRIPT [ARG...] -- VARIANT...
   --rounds N  rounds (default 3)
   --budget S  start no new round that would end after S seconds (judged by the longest round so
             far), so a run under a time limit still prints its table; 0 = no limit (default)
+  --cpus LIST run every process on these CPUs only (a Linux CPU list: 2-5 or 2,3,4,5; each one of
+            this process's), the same for every variant: a process's speed depends on the cores it
+            lands on, and bound to the same ones no variant meets other cores than the rest
   SCRIPT    a workload script (tests/bench/workloads/*.py) and its arguments
   VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, "none" for no
             shim, "empty" for a library with nothing in it (built here with cc): what preloading
@@ -60,12 +63,30 @@ def built_library(name, source=None):
     return library
 
 
+def cpu_list(text):
+    """The set of CPUs a Linux CPU list names (2-5,8), or None when it is not one."""
+    cpus = set()
+    for part in text.split(","):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()) or (dash and int(high) < int(low)):
+            return None
+        cpus.update(range(int(low), int(high if dash else low) + 1))
+    return cpus
+
+
 def parse(argv):
-    rounds, budget = 3, 0
-    while argv[:1] in (["--rounds"], ["--budget"]):
-        if len(argv) < 2 or not argv[1].isdigit() or (argv[0] == "--rounds" and int(argv[1]) < 1):
+    rounds, budget, cpus = 3, 0, None
+    while argv[:1] in (["--rounds"], ["--budget"], ["--cpus"]):
+        if len(argv) < 2:
+            usage("%s wants a value" % argv[0])
+        if argv[0] == "--cpus":
+            cpus, mine = cpu_list(argv[1]), os.sched_getaffinity(0)
+            if not cpus or not cpus <= mine:
+                usage("--cpus %s is not a CPU list of this process's CPUs (%s)" %
+                      (argv[1], ",".join(str(c) for c in sorted(mine))))
+        elif not argv[1].isdigit() or (argv[0] == "--rounds" and int(argv[1]) < 1):
             usage("%s wants a whole number%s" % (argv[0], " of at least 1" if argv[0] == "--rounds" else ""))
-        if argv[0] == "--rounds":
+        elif argv[0] == "--rounds":
             rounds = int(argv[1])
         else:
             budget = int(argv[1])
@@ -101,14 +122,16 @@ def parse(argv):
                 usage("variant %s: setting %r is not KEY=VALUE" % (name, kv))
             env[key] = value
         variants.append((name, env))
-    return rounds, budget, script, variants
+    return rounds, budget, cpus, script, variants
 
 
-def run_child(argv, env, timeout):
-    """Runs argv to its end: (exit code, stdout, stderr, peak resident set in KiB), or None on timeout.
-    Reaped with wait4 for its resource usage (the process's own peak, and its waited-for children's)."""
+def run_child(argv, env, timeout, cpus=None):
+    """Runs argv to its end, on the CPUs cpus (all of ours when None): (exit code, stdout, stderr,
+    peak resident set in KiB), or None on timeout. Reaped with wait4 for its resource usage (the
+    process's own peak, and its waited-for children's)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True)
+        child = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True,
+                                 preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         deadline = time.monotonic() + timeout
         while True:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -126,10 +149,10 @@ def run_child(argv, env, timeout):
         return child.returncode, out.read(), err.read(), usage.ru_maxrss
 
 
-def run_once(script, env):
+def run_once(script, env, cpus):
     """The metrics ({key: value}) of one run, with its peak resident memory (peak_rss_mib), or None
     with the reason."""
-    done = run_child([sys.executable] + script, env, 300)
+    done = run_child([sys.executable] + script, env, 300, cpus)
     if done is None:
         return None, "timed out after 300 s"
     returncode, stdout, stderr, rss_kib = done
@@ -145,7 +168,7 @@ def run_once(script, env):
 
 
 def main(argv):
-    rounds, budget, script, variants = parse(argv)
+    rounds, budget, cpus, script, variants = parse(argv)
     values = {name: {} for name, _ in variants}
     failed = False
     start, longest, done = time.monotonic(), 0.0, 0
@@ -155,7 +178,7 @@ def main(argv):
             break
         order = variants[r % len(variants):] + variants[:r % len(variants)]
         for name, env in order:
-            metrics, why = run_once(script, env)
+            metrics, why = run_once(script, env, cpus)
             if metrics is None:
                 print("round %d, %s: %s" % (r + 1, name, why))
                 failed = True
@@ -169,7 +192,9 @@ def main(argv):
         keys += [k for k in per if k not in keys]
     width = max([len(k) for k in keys] + [6])
     stopped = "" if done == rounds else " (of %d: --budget %d s reached)" % (rounds, budget)
-    print("# %s, %d rounds%s, order rotating; median (min-max) per variant" % (" ".join(script), done, stopped))
+    bound = ", on CPUs %s" % ",".join(str(c) for c in sorted(cpus)) if cpus else ""
+    print("# %s, %d rounds%s, order rotating%s; median (min-max) per variant" % (" ".join(script), done, stopped,
+                                                                                  bound))
     print("%-*s" % (width, "metric") + "".join("%26s" % name for name, _ in variants))
     for key in keys:
         cells = []
