@@ -38,6 +38,13 @@ extern struct next_allocator alloc_next;
 extern int alloc_next_resolved;
 bool alloc_next_resolve(void);
 
+/* True once alloc_next's malloc, calloc, realloc and free are known; never resolves (the hooks'
+ * fast paths: false sends them to their out-of-line path, which calls alloc_next_ready). */
+static inline bool alloc_next_resolved_now(void)
+{
+    return PINSHIM_LIKELY(__atomic_load_n(&alloc_next_resolved, __ATOMIC_ACQUIRE));
+}
+
 /* True once alloc_next's malloc, calloc, realloc and free are known (resolving them if needed). */
 static inline bool alloc_next_ready(void)
 {
