@@ -65,6 +65,16 @@ PY
     [ "$output" = "real: symbol cache as specified" ]
 }
 
+@test "the malloc family through the shim's hooks: the same results and errno as without it, at every size and edge" {
+    run_app plain noshim "$T/allocprog"
+    run_app shim shim "$T/allocprog"
+    show shim
+    [ "$(cat "$WORK/shim.rc")" = 0 ]
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(grep -c ' ok$' "$WORK/shim.out")" = 45 ]
+    ! grep -q WRONG "$WORK/shim.out"
+}
+
 @test "dlsym(RTLD_NEXT) from a library loaded after the shim resolves relative to that library" {
     run_app plain noshim "$T/dlnext"
     run_app shim shim "$T/dlnext"
