@@ -48,9 +48,7 @@ static inline bool alloc_next_resolved_now(void)
 /* True once alloc_next's malloc, calloc, realloc and free are known (resolving them if needed). */
 static inline bool alloc_next_ready(void)
 {
-    if (PINSHIM_LIKELY(__atomic_load_n(&alloc_next_resolved, __ATOMIC_ACQUIRE)))
-        return true;
-    return alloc_next_resolve();
+    return alloc_next_resolved_now() || alloc_next_resolve();
 }
 
 /* --- the bootstrap arena --- */

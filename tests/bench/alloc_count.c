@@ -1,6 +1,6 @@
 /* alloc_count.c: a preload library that counts a program's allocator calls, to weigh what the
- * shim's allocation hooks cost a workload (a small malloc/free pair takes about 2 ns more under the
- * shim: tests/bench/malloc_cost.c). malloc, calloc, realloc, free, posix_memalign, aligned_alloc
+ * shim's allocation hooks cost a workload (a small malloc/free pair took 2.0-2.7 ns more under the
+ * shim before their fast path became a tail call, about 1 ns since: tests/bench/malloc_cost.c). malloc, calloc, realloc, free, posix_memalign, aligned_alloc
  * and memalign are counted and forwarded to glibc's own (__libc_*), so it needs no dlsym; it
  * forwards past any later preload, so run it instead of the shim, not with it (the program's
  * calls are the same either way).

@@ -2,8 +2,8 @@
  * the shim can be compared with a run without it (the shim's hooks forward to the next allocator
  * and must leave results and errno as it does): sizes 0, small, at and above the shim's tracking
  * size, impossible sizes and overflowing counts (NULL and ENOMEM), bad alignments (EINVAL),
- * contents kept by realloc and zeroed by calloc (also when it gets back a block freed dirty), errno left as it was by free (also of a tracked
- * block). Each line: the case, whether a pointer came back, errno, and what the case checks. */
+ * contents kept by realloc and zeroed by calloc (also when it gets back a block freed dirty),
+ * errno left as it was by free (also of a tracked block). Each line: the case, whether a pointer came back, errno, and what the case checks. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>

@@ -38,5 +38,6 @@ label = "graph-replayed MLP step, pageable batch, loss.item()" if GRAPH else "ML
 rep.metric("step", label, elapsed / STEPS * 1e3, "ms", "same")
 rep.part("losses", losses)
 rep.part("weights", wl.torch_collect(torch, [s for p in model.parameters() for s in wl.torch_sums(torch, p)]))
-rep.notes.update({"steps": STEPS, "batch": [wl.MLP_BATCH, wl.MLP_WIDTH], "first_loss": losses[0], "last_loss": losses[-1]})
+rep.notes.update({"steps": STEPS, "batch": [wl.MLP_BATCH, wl.MLP_WIDTH], "first_loss": losses[0],
+                  "last_loss": losses[-1]})
 rep.emit()

@@ -170,8 +170,8 @@ class CaptureFailed(Exception):
 
 def torch_mlp_step(torch, dev, graph, mark=None):
     """torch_train.py's loop as a function: (step, model). step() makes a fresh pageable batch on the
-    CPU from a seeded generator (256 x 1024 float32 inputs, 1 MiB, and 256 labels), copies it to the
-    device, runs forward, backward and an SGD step, and returns loss.item(). With graph the forward,
+    CPU from a seeded generator (MLP_BATCH x MLP_WIDTH float32 inputs, 1 MiB, and MLP_BATCH labels),
+    copies it to the device, runs forward, backward and an SGD step, and returns loss.item(). With graph the forward,
     backward and optimizer step are captured once in a CUDA graph (after a warm-up on a side stream,
     as capture requires) and replayed, the batch copied into the graph's static input first; a
     failed capture raises CaptureFailed, saying why. mark, for the plain step only, is called with
