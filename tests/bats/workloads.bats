@@ -516,3 +516,17 @@ PY
     [ "$status" -eq 0 ]
     echo "$output" | grep -q '^small_ops_probe: skipped: PyTorch with a CUDA device is needed'
 }
+
+@test "cupy_phases.py: bad usage is exit status 2 with the reason; without CuPy and a GPU it says so and exits 0" {
+    probe="$ROOT/tests/bench/cupy_phases.py"
+    run python3 "$probe" --rounds 1
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--rounds must be at least 2 (the first is a warm-up), not 1"
+    if python3 -c 'import cupy, sys; sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)' 2>/dev/null; then
+        skip "CuPy sees a GPU here: the probe would run"
+    fi
+    run python3 "$probe" --rounds 2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -q '^cupy_phases: skipped: CuPy with a CUDA device is needed'
+}
