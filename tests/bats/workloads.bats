@@ -395,8 +395,29 @@ PY
     [ "$status" -eq 0 ]
     # fake.py faster: 10 ms without the shim, 5 with it; the empty library is not the shim
     echo "$output" | grep -E '^t +10 \(10-10\) +5 \(5-5\) +10 \(10-10\)$'
-    echo "$output" | grep -Fx '# against none, round by round: rounds higher / rounds, median ratio'
-    echo "$output" | grep -E '^t +0/3, 0\.500x +0/3, 1\.000x$'
+    echo "$output" | grep -Fx '# against none, round by round: rounds higher / rounds, median ratio (its 95 % interval over the rounds)'
+    echo "$output" | grep -E '^t +0/3, 0\.500x \(0\.500-0\.500\) +0/3, 1\.000x \(1\.000-1\.000\)$'
+    # rounds that differ: the interval spans the resampled medians; two rounds give no interval.
+    # round.py's value: 10 without a preload; with one, 5, 10, 20, 40 in the order its runs come
+    cat >"$WORK/round.py" <<'PY'
+import json, os
+value = 10
+if os.environ.get("LD_PRELOAD"):
+    count = os.path.join(os.environ["ROUND_DIR"], "count")
+    n = int(open(count).read()) if os.path.exists(count) else 0
+    open(count, "w").write(str(n + 1))
+    value = (5, 10, 20, 40)[n]
+print(json.dumps({"workload": "round", "metrics": [{"key": "v", "value": value}]}))
+PY
+    ROUND_DIR="$WORK" run python3 "$cmp" --rounds 4 "$WORK/round.py" -- none=none empty=empty
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^v +10 \(10-10\) +15 \(5-40\)$'
+    echo "$output" | grep -E '^v +2/4, 1\.500x \(0\.500-4\.000\)$'
+    rm -f "$WORK/count"
+    ROUND_DIR="$WORK" run python3 "$cmp" --rounds 2 "$WORK/round.py" -- none=none empty=empty
+    echo "$output"
+    echo "$output" | grep -E '^v +0/2, 0\.750x$'
     # what the empty variant preloads: one library, existing while the run lasts, exporting no function
     cat >"$WORK/preload.py" <<'PY'
 import json, os, subprocess

@@ -5,7 +5,9 @@ variants do, so compare only within one run). Each round runs every variant once
 from round to round; then each metric's median (min-max) per variant, and the process's peak
 resident memory (peak_rss_mib, from wait4); then each variant against the first, round by round:
 in how many rounds its value was higher, and the median of its value over the first's (the runs of
-one round are close in time, so they share more of the instance's drift than the medians do).
+one round are close in time, so they share more of the instance's drift than the medians do), with
+its 95 % interval over the rounds from 3 rounds on: an interval that holds 1.000x cannot tell the
+variant from the first.
 Never judges the numbers;
 exit status 1 when a run printed no result, 2 on bad usage.
 
@@ -35,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import run  # the suite's bootstrap interval
 
 
 def usage(message):
@@ -207,20 +211,27 @@ def main(argv):
 
 
 def paired(variants, values, keys, width):
-    """Each variant against the first, over the rounds where both have the metric."""
+    """Each variant against the first, over the rounds where both have the metric: rounds higher,
+    the median ratio, and with 3 rounds or more its 95 % interval over resampled rounds (run.py's
+    bootstrap: a round drawn whole), which tells a variant's difference from the rounds' spread."""
     if len(variants) < 2:
         return
     first = variants[0][0]
-    print("# against %s, round by round: rounds higher / rounds, median ratio" % first)
-    print("%-*s" % (width, "metric") + "".join("%26s" % name for name, _ in variants[1:]))
+    print("# against %s, round by round: rounds higher / rounds, median ratio (its 95 %% interval over "
+          "the rounds)" % first)
+    print("%-*s" % (width, "metric") + "".join("%32s" % name for name, _ in variants[1:]))
     for key in keys:
         base = values[first].get(key, {})
         cells = []
         for name, _ in variants[1:]:
-            both = [(v, base[r]) for r, v in values[name].get(key, {}).items() if r in base and base[r]]
-            cells.append("%d/%d, %.3fx" % (sum(v > b for v, b in both), len(both),
-                                           statistics.median(v / b for v, b in both)) if both else "-")
-        print("%-*s" % (width, key) + "".join("%26s" % c for c in cells))
+            ratios = [v / base[r] for r, v in values[name].get(key, {}).items() if r in base and base[r]]
+            if not ratios:
+                cells.append("-")
+                continue
+            cell = "%d/%d, %.3fx" % (sum(q > 1 for q in ratios), len(ratios), statistics.median(ratios))
+            interval = run.bootstrap_interval(ratios, statistics.median)
+            cells.append(cell + (" (%.3f-%.3f)" % interval if interval else ""))
+        print("%-*s" % (width, key) + "".join("%32s" % c for c in cells))
 
 
 if __name__ == "__main__":

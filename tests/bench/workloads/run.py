@@ -350,20 +350,26 @@ def meets_bound(expect, fig):
     return fig > RATIO_FASTER if expect == "faster" else fig >= RATIO_SAME
 
 
-def pair_interval(expect, base_by_pair, other_by_pair):
-    """The 95 % interval of the row's figure from BOOTSTRAP_ROUNDS resamples of the pairs both sides
-    completed (a pair resampled whole: both runs of a pair met the same state of the host), or None
-    with fewer than BOOTSTRAP_MIN_PAIRS. Seeded: the same runs give the same interval."""
-    pairs = sorted(set(base_by_pair) & set(other_by_pair))
-    if len(pairs) < BOOTSTRAP_MIN_PAIRS or any(other_by_pair[p] <= 0 for p in pairs):
+def bootstrap_interval(items, statistic):
+    """The 95 % interval of statistic(sample) over BOOTSTRAP_ROUNDS resamples of items (each drawn
+    whole, with replacement), or None with fewer than BOOTSTRAP_MIN_PAIRS items. Seeded: the same
+    items give the same interval (compare_builds.py uses it too)."""
+    if len(items) < BOOTSTRAP_MIN_PAIRS:
         return None
     rng = random.Random(BOOTSTRAP_SEED)
-    figures = []
-    for _ in range(BOOTSTRAP_ROUNDS):
-        pick = [rng.choice(pairs) for _ in pairs]
-        figures.append(figure(expect, median([base_by_pair[p] for p in pick]), median([other_by_pair[p] for p in pick])))
-    figures.sort()
+    figures = sorted(statistic([rng.choice(items) for _ in items]) for _ in range(BOOTSTRAP_ROUNDS))
     return figures[int(0.025 * BOOTSTRAP_ROUNDS)], figures[int(0.975 * BOOTSTRAP_ROUNDS) - 1]
+
+
+def pair_interval(expect, base_by_pair, other_by_pair):
+    """The 95 % interval of the row's figure from resamples of the pairs both sides completed (a pair
+    resampled whole: both runs of a pair met the same state of the host), or None with fewer than
+    BOOTSTRAP_MIN_PAIRS."""
+    pairs = sorted(set(base_by_pair) & set(other_by_pair))
+    if any(other_by_pair[p] <= 0 for p in pairs):
+        return None
+    return bootstrap_interval(pairs, lambda pick: figure(expect, median([base_by_pair[p] for p in pick]),
+                                                         median([other_by_pair[p] for p in pick])))
 
 
 def noise_verdict(expect, verdict, interval):
