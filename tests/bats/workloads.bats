@@ -521,33 +521,35 @@ PY
     echo "$output" | grep -F "variant broken: no C file at $WORK/nosuch.c"
 }
 
-@test "small_ops_probe.py: bad usage is exit status 2 with the reason; without PyTorch and a GPU it says so and exits 0" {
-    probe="$ROOT/tests/bench/small_ops_probe.py"
-    run python3 "$probe" --only nosuch
+# A diagnostic probe's usage check and skip line: refuses ARG... (exit 2, saying REASON); where
+# FRAMEWORK_CHECK (Python) says no framework with a GPU is here, `--rounds OK_ROUNDS` prints SKIP
+# (a prefix of its line) and exits 0.
+# usage: probe_refuses_then_skips PROBE REASON FRAMEWORK_CHECK OK_ROUNDS SKIP ARG...
+probe_refuses_then_skips() {
+    local name="$1" reason="$2" check="$3" ok_rounds="$4" skip_line="$5" probe="$ROOT/tests/bench/$1"
+    shift 5
+    run python3 "$probe" "$@"
     [ "$status" -eq 2 ]
-    echo "$output" | grep -F "unknown setting 'nosuch'"
-    run python3 "$probe" --rounds 0
-    [ "$status" -eq 2 ]
-    echo "$output" | grep -F -- "--rounds must be at least 1"
-    if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-        skip "PyTorch sees a GPU here: the probe would run"
+    echo "$output" | grep -F -- "$reason"
+    if python3 -c "$check" 2>/dev/null; then
+        skip "$name would run here: its framework sees a GPU"
     fi
-    run python3 "$probe" --rounds 1
+    run python3 "$probe" --rounds "$ok_rounds"
     echo "$output"
     [ "$status" -eq 0 ]
-    echo "$output" | grep -q '^small_ops_probe: skipped: PyTorch with a CUDA device is needed'
+    [[ "$output" == "$skip_line"* ]]
+}
+
+@test "small_ops_probe.py: bad usage is exit status 2 with the reason; without PyTorch and a GPU it says so and exits 0" {
+    local torch_gpu='import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'
+    probe_refuses_then_skips small_ops_probe.py "unknown setting 'nosuch'" "$torch_gpu" 1 \
+        "small_ops_probe: skipped: PyTorch with a CUDA device is needed" --only nosuch
+    probe_refuses_then_skips small_ops_probe.py "--rounds must be at least 1" "$torch_gpu" 1 \
+        "small_ops_probe: skipped: PyTorch with a CUDA device is needed" --rounds 0
 }
 
 @test "cupy_phases.py: bad usage is exit status 2 with the reason; without CuPy and a GPU it says so and exits 0" {
-    probe="$ROOT/tests/bench/cupy_phases.py"
-    run python3 "$probe" --rounds 1
-    [ "$status" -eq 2 ]
-    echo "$output" | grep -F -- "--rounds must be at least 2 (the first is a warm-up), not 1"
-    if python3 -c 'import cupy, sys; sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)' 2>/dev/null; then
-        skip "CuPy sees a GPU here: the probe would run"
-    fi
-    run python3 "$probe" --rounds 2
-    echo "$output"
-    [ "$status" -eq 0 ]
-    echo "$output" | grep -q '^cupy_phases: skipped: CuPy with a CUDA device is needed'
+    probe_refuses_then_skips cupy_phases.py "--rounds must be at least 2 (the first is a warm-up), not 1" \
+        'import cupy, sys; sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)' 2 \
+        "cupy_phases: skipped: CuPy with a CUDA device is needed" --rounds 1
 }
