@@ -239,7 +239,6 @@ unsigned omp_team_probe_end(struct omp_probe *p)
         lease_end_ns = now + OMP_TEAM_LEASE_NS; /* the program's doing */
     else if (now >= lease_end_ns)
         return 0; /* maybe the shim's own doing */
-    __atomic_add_fetch(&team_copies, 1, __ATOMIC_RELAXED);
     return p->threads;
 }
 
@@ -266,6 +265,7 @@ static void member(void *arg)
 void omp_team_run(void (*owner)(void *), void (*others)(void *), void *arg)
 {
     struct region r = {owner, others, arg};
+    __atomic_add_fetch(&team_copies, 1, __ATOMIC_RELAXED);
     __atomic_load_n(&gomp_parallel, __ATOMIC_ACQUIRE)(member, &r, 0, 0);
     last_region_end_ns = pinshim_now_ns();
 }

@@ -211,7 +211,7 @@ struct h2d_run {
     size_t bytes;
     CUstream stream;
     fn_htod_async dma;
-    unsigned team;   /* the spinning OpenMP team serving as workers, or 0 */
+    unsigned team;   /* threads of the spinning OpenMP team serving as workers (workers_team_share), or 0 */
     bool handled;    /* false: nothing was done (c->unstaged says why); the driver copies it */
     CUresult result; /* when handled: what the program gets */
 };
@@ -310,7 +310,8 @@ bool stage_h2d(struct copy *c, CUdeviceptr dst, const void *src, size_t bytes, C
     if (!dma || !stage_safe(c, dst, bytes, stream))
         return false;
     struct h2d_run run = {.c = c, .dst = dst, .src = src, .bytes = bytes, .stream = stream, .dma = dma,
-                          .team = omp_team_probe_end(&probe)}; /* whether the program's OpenMP team spins */
+                          /* whether the program's OpenMP team spins, and how much of it may copy */
+                          .team = workers_team_share(omp_team_probe_end(&probe), WORKERS_DST_RESIDENT)};
     workers_with_team(run.team, h2d_pipeline, &run);
     if (run.handled && run.result == CUDA_SUCCESS && omp_team_may_compete(&probe))
         spinners_note_once(); /* an OpenMP runtime whose threads may compete with ours: advice */
@@ -372,7 +373,7 @@ struct d2h_run {
     fn_dtoh_async dma;
     enum workers_dst dst_kind;
     bool recycle;    /* the destination's blocks may be taken from freed allocations (recycle.h) */
-    unsigned team;   /* the spinning OpenMP team serving as workers, or 0 */
+    unsigned team;   /* threads of the spinning OpenMP team serving as workers (workers_team_share), or 0 */
     bool handled;    /* false: nothing was done (c->unstaged may say why); the driver copies it */
     CUresult result; /* when handled: what the program gets */
 };
@@ -477,7 +478,7 @@ bool stage_d2h(struct copy *c, void *dst, CUdeviceptr src, size_t bytes, CUstrea
     run.dst_kind = hugepage_advise_write(dst, bytes) ? WORKERS_DST_MAY_FAULT_HUGE : WORKERS_DST_MAY_FAULT;
     /* and, where freed allocations' pages are kept, those instead of new ones (recycle.h) */
     run.recycle = run.dst_kind == WORKERS_DST_MAY_FAULT_HUGE && recycle_wanted(dst, bytes);
-    run.team = omp_team_probe_end(&probe); /* whether the program's OpenMP team spins */
+    run.team = workers_team_share(omp_team_probe_end(&probe), run.dst_kind); /* as in stage_h2d */
     workers_with_team(run.team, d2h_pipeline, &run);
     return pipeline_outcome(c, run.handled, run.result, result);
 }

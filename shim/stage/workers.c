@@ -421,7 +421,9 @@ static bool help_locked(void)
 struct team_session {
     void (*body)(void *);
     void *arg;
-    bool over; /* body returned (atomic) */
+    unsigned helpers;      /* the team's threads besides the owner that may take parts */
+    unsigned helpers_seen; /* helpers that have started (atomic): those past `helpers` only return */
+    bool over;             /* body returned (atomic) */
 };
 
 static void team_owner(void *arg)
@@ -442,6 +444,8 @@ static void team_owner(void *arg)
 static void team_helper(void *arg)
 {
     struct team_session *t = arg;
+    if (__atomic_fetch_add(&t->helpers_seen, 1, __ATOMIC_RELAXED) >= t->helpers)
+        return; /* the team is larger than the copy threads allowed: this one waits out the region */
     pinshim_enter();
     while (!__atomic_load_n(&t->over, __ATOMIC_ACQUIRE)) {
         unsigned seen = __atomic_load_n(&posted, __ATOMIC_ACQUIRE);
@@ -463,8 +467,14 @@ void workers_with_team(unsigned team, void (*body)(void *), void *arg)
         body(arg);
         return;
     }
-    struct team_session t = {body, arg, false};
+    struct team_session t = {body, arg, team - 1, 0, false};
     omp_team_run(team_owner, team_helper, &t);
+}
+
+unsigned workers_team_share(unsigned team, enum workers_dst dst_kind)
+{
+    unsigned most = dst_kind == WORKERS_DST_RESIDENT ? resident_parallelism() : workers_parallelism();
+    return team < most ? team : most;
 }
 
 void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind,

@@ -58,21 +58,28 @@ void workers_memcpy(void *dst, const void *src, size_t bytes, enum workers_dst d
 /* The same in two steps, so that a caller can keep several copies going (a pipeline): start queues
  * the copy and returns at once; finish makes the caller take part (in this copy, then in other
  * queued ones while workers end theirs) and returns when every byte of j is copied. Every started
- * job must be finished, in any order. team: the size of the caller's spinning OpenMP team when
- * the caller runs inside workers_with_team (its threads copy j in place of as many workers, which
- * are not woken for it), else 0. */
+ * job must be finished, in any order. team: the threads of the caller's spinning OpenMP team that
+ * may copy (workers_team_share) when the caller runs inside workers_with_team (they copy j in place
+ * of as many workers, which are not woken for it), else 0. */
 void workers_start(struct workers_job *j, void *dst, const void *src, size_t bytes, enum workers_dst dst_kind,
                    unsigned team);
 void workers_finish(struct workers_job *j);
 
-/* Runs body(arg) on the caller, the main thread of a spinning OpenMP team of `team` threads
- * (omp_team_probe_end; the caller included), in one parallel region whose other threads take parts
- * of queued jobs as workers do until body returns; body starts and finishes its jobs with `team`.
+/* Runs body(arg) on the caller, the main thread of a spinning OpenMP team, in one parallel region
+ * of the whole team whose other threads, `team` - 1 of them (workers_team_share; the caller
+ * included in `team`), take parts of queued jobs as workers do until body returns, the rest
+ * returning at once; body starts and finishes its jobs with `team`.
  * One region for a whole staged copy rather than one per job: a region waits for all its threads
  * to start and end, and one the scheduler kept off its core for a slice (3-4 ms on an H100 host)
  * held every region of a copy back (64 MiB fresh tensors .to("cuda"): 7-9 copies in 300 took
  * 6-31 ms against a median of 2.1, one region per 16 MiB piece). With team < 2, body(arg) alone. */
 void workers_with_team(unsigned team, void (*body)(void *), void *arg);
+
+/* How many threads of a spinning OpenMP team of `team` (the caller included) a staged copy whose
+ * jobs copy into dst_kind may borrow: the team, but no more than the copy threads the keys allow
+ * for such copies (stage_h2d_threads into pool chunks, stage_threads otherwise), as the workers
+ * themselves are capped. Pass the result to workers_with_team and workers_start. */
+unsigned workers_team_share(unsigned team, enum workers_dst dst_kind);
 
 /* Faults [mem, mem+bytes) in for writing with the workers and the calling thread, each taking whole
  * 2 MiB blocks (a huge page where the mapping has them): for a pool slab, which one thread faulted in

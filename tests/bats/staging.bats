@@ -64,19 +64,20 @@ SMALL_POLICY="PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=32K PINSHI
     [[ "$output" == "stream_copy: "*" cases identical" ]]
 }
 
-@test "workers: parallel copies equal memcpy for 1-16 threads and with an OpenMP team, parts tile the copy, fault-prone ones at 2 MiB boundaries; stage_h2d_threads caps copies into the pool; units of begun huge-page blocks taken by idle threads; thread counts resolved once, from the CPU affinity; populate faults in its range; an owner helping its pipeline never misses its wake-up" {
+@test "workers: parallel copies equal memcpy for 1-16 threads and with an OpenMP team, parts tile the copy, fault-prone ones at 2 MiB boundaries; stage_h2d_threads caps copies into the pool, a borrowed OpenMP team included; units of begun huge-page blocks taken by idle threads; thread counts resolved once, from the CPU affinity; populate faults in its range; an owner helping its pipeline never misses its wake-up" {
     run "$T/workers_check"
     echo "$output"
     [ "$status" = 0 ]
     [[ "${lines[0]}" == "workers: "*" cases identical (the last "*" with an OpenMP team of "* ]]
     [ "${lines[1]}" = "workers: at most 3 of 8 threads at once into resident memory with stage_h2d_threads = 3" ]
-    [[ "${lines[3]}" == "workers: stealing: "*" of 8 blocks copied by more than one thread, each after its first unit" ]]
-    [ "${lines[4]}" = "workers: thread counts resolved once for 60 copies" ]
+    [[ "${lines[3]}" == "workers: an OpenMP team of 8 lends 3 threads with stage_h2d_threads = 3, at most "[23]" copying at once" ]]
+    [[ "${lines[4]}" == "workers: stealing: "*" of 8 blocks copied by more than one thread, each after its first unit" ]]
+    [ "${lines[5]}" = "workers: thread counts resolved once for 60 copies" ]
     # the default counts follow the CPU affinity (nproc reads it too): one CPU, one thread
     local allowed; allowed=$(nproc)
-    [ "${lines[5]}" = "workers: default threads on one allowed CPU: 1 and 1 for copies into the pool ($allowed allowed now: $((allowed < 32 ? allowed : 32)))" ]
-    [ "${lines[6]}" = "workers: populate faulted in 8453 pages, no more" ]
-    [ "${lines[7]}" = "workers: pipelines of 3 copies with 16 threads, every one ended (1000 or more rounds)" ]
+    [ "${lines[6]}" = "workers: default threads on one allowed CPU: 1 and 1 for copies into the pool ($allowed allowed now: $((allowed < 32 ? allowed : 32)))" ]
+    [ "${lines[7]}" = "workers: populate faulted in 8453 pages, no more" ]
+    [ "${lines[8]}" = "workers: pipelines of 3 copies with 16 threads, every one ended (1000 or more rounds)" ]
 }
 
 @test "stage_slice_us: the staging threads ask the kernel for that slice; the program's threads keep theirs; not asked by default nor under the program's SCHED_BATCH" {

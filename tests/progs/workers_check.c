@@ -185,6 +185,23 @@ static void copy_in_thirds(void *arg)
         workers_finish(&jobs[q]);
 }
 
+/* Three 12 MiB copies into resident memory at once, started with `team` (workers_with_team's body). */
+struct resident_copies {
+    unsigned char *dst;
+    const unsigned char *src;
+    unsigned team;
+};
+
+static void copy_resident_thirds(void *arg)
+{
+    struct resident_copies *r = arg;
+    struct workers_job jobs[3];
+    for (int q = 0; q < 3; q++)
+        workers_start(&jobs[q], r->dst + (size_t)q * 12 * MiB, r->src, 12 * MiB, WORKERS_DST_RESIDENT, r->team);
+    for (int q = 0; q < 3; q++)
+        workers_finish(&jobs[q]);
+}
+
 int main(void)
 {
     const size_t span = 40 * MiB;
@@ -275,6 +292,31 @@ int main(void)
         printf("workers: at most %u of 8 threads at once into resident memory with stage_h2d_threads = %u\n", most,
                h2d_caps[c]);
     }
+
+    /* The same three copies inside a region of an OpenMP team of 8 with stage_h2d_threads = 3: the
+     * team's threads stand for workers, so no more of them copy at once than the key allows
+     * (workers_team_share), and some besides the owner do. */
+    omp_set_num_threads(8);
+    pinshim_policy.stage_h2d_threads = 3;
+    __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
+    workers_memcpy(base, src, 4 * MiB, WORKERS_DST_MAY_FAULT); /* the workers see the new cap */
+    __atomic_store_n(&copying_most, 0, __ATOMIC_RELAXED);
+    unsigned seen_before = __atomic_load_n(&team_copies_seen, __ATOMIC_RELAXED);
+    struct resident_copies rc = {base, src, workers_team_share(8, WORKERS_DST_RESIDENT)};
+    workers_with_team(rc.team, copy_resident_thirds, &rc);
+    unsigned most = __atomic_load_n(&copying_most, __ATOMIC_RELAXED);
+    if (memcmp(base, src, 12 * MiB) != 0 || memcmp(base + 24 * MiB, src, 12 * MiB) != 0) {
+        printf("workers: copies with a capped OpenMP team differ from memcpy\n");
+        return 1;
+    }
+    if (rc.team != 3 || most > 3 || __atomic_load_n(&team_copies_seen, __ATOMIC_RELAXED) == seen_before) {
+        printf("workers: an OpenMP team of 8 lent %u threads, %u copied into resident memory at once, with "
+               "stage_h2d_threads = 3\n", rc.team, most);
+        return 1;
+    }
+    printf("workers: an OpenMP team of 8 lends 3 threads with stage_h2d_threads = 3, at most %u copying at once\n",
+           most);
+    omp_set_num_threads(team);
 
     /* Stealing: 16 threads, one copy of 8 whole 2 MiB blocks into memory that may fault in huge
      * pages, each unit slowed down: 8 threads claim a block each and the others take units of
