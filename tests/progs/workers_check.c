@@ -185,7 +185,8 @@ static void copy_in_thirds(void *arg)
         workers_finish(&jobs[q]);
 }
 
-/* Three 12 MiB copies into resident memory at once, started with `team` (workers_with_team's body). */
+/* Three 12 MiB copies into resident memory at once, started with `team` (0, or the
+ * team's share inside workers_with_team). */
 struct resident_copies {
     unsigned char *dst;
     const unsigned char *src;
@@ -278,11 +279,8 @@ int main(void)
          * as each worker next waits: a copy into fault-prone memory wakes them all first. */
         workers_memcpy(base, src, 4 * MiB, WORKERS_DST_MAY_FAULT);
         __atomic_store_n(&copying_most, 0, __ATOMIC_RELAXED);
-        struct workers_job jobs[3];
-        for (int q = 0; q < 3; q++)
-            workers_start(&jobs[q], base + (size_t)q * 12 * MiB, src, 12 * MiB, WORKERS_DST_RESIDENT, 0);
-        for (int q = 0; q < 3; q++)
-            workers_finish(&jobs[q]);
+        struct resident_copies alone = {base, src, 0};
+        copy_resident_thirds(&alone);
         unsigned most = __atomic_load_n(&copying_most, __ATOMIC_RELAXED);
         if (most > h2d_caps[c] || most < (h2d_caps[c] > 3 ? 4 : 2)) { /* the cap, and threads did join */
             printf("workers: %u threads copied into resident memory at once with stage_h2d_threads = %u\n", most,
@@ -367,11 +365,8 @@ int main(void)
     __atomic_store_n(&parallelism, 0, __ATOMIC_RELEASE);
     unsigned before = sysconf_calls;
     for (int round = 0; round < 20; round++) {
-        struct workers_job jobs[3];
-        for (int q = 0; q < 3; q++)
-            workers_start(&jobs[q], base + (size_t)q * 12 * MiB, src, 12 * MiB, WORKERS_DST_RESIDENT, 0);
-        for (int q = 0; q < 3; q++)
-            workers_finish(&jobs[q]);
+        struct resident_copies alone = {base, src, 0};
+        copy_resident_thirds(&alone);
     }
     if (sysconf_calls - before > 2) {
         printf("workers: %u core-count calls for 60 copies (the thread counts are not kept)\n", sysconf_calls - before);
