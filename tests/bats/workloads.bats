@@ -38,16 +38,20 @@ harness() {
     tail -n 1 "$WORK/out.txt" | grep -F "# written: $WORK/res/"
 }
 
-@test "workloads harness: a miss inside the pairs' spread reads WIDE, with its interval; a steady miss stays MISS" {
+@test "workloads harness: a miss inside the pairs' spread reads WIDE, with its interval; a steady miss stays MISS; both read pair by pair" {
     harness --fake --only fake_noisy,fake_same,fake_ns --pairs 4 --out "$WORK/res"
     [ "$(cat "$WORK/rc")" = 0 ]
     # fake_noisy: pairs (100, 125) and (120, 101): medians 110 and 113, 0.97x, but half the pairs favour the shim
     row fake_noisy t | grep -E '110 \(100-120\) +113 \(101-125\) +0.97x +WIDE '
     grep -E '^note fake_noisy: t shim 0.97x, its 95% interval over the pairs 0\.[0-9]{2}x to 1\.[0-9]{2}x, reaches the bound >=0.99x: ' "$WORK/out.txt"
-    # every pair 2 % slower, or +200 ns: the interval stays below the bound
+    # pair by pair (0.80x, 1.19x, 0.80x, 1.19x): the shim faster in half, their median 0.99x
+    grep -E '^note fake_noisy: t shim 0.97x, .*; pair by pair, shim faster in 2 of 4, the pairs. median 0.99x$' "$WORK/out.txt"
+    # every pair 2 % slower, or +200 ns: the interval stays below the bound, and no pair favours the side
     row fake_same t | grep -E ' 0.98x +MISS '
     row fake_ns loop | grep -E ' \+200ns +MISS '
-    ! grep -E '^note fake_(same|ns): .* interval' "$WORK/out.txt" || false
+    grep -Fx "note fake_same: t shim 0.98x misses the bound >=0.99x, its 95% interval over the pairs 0.98x to 0.98x; pair by pair, shim faster in 0 of 4, the pairs' median 0.98x" "$WORK/out.txt"
+    grep -Fx "note fake_ns: loop shim+guard +200ns misses the bound <=+100ns, its 95% interval over the pairs +200ns to +200ns; pair by pair, shim+guard faster in 0 of 4, the pairs' median +200ns" "$WORK/out.txt"
+    ! grep -E '^note fake_(same|ns|noisy): .*(ref|t shim\+guard|loop shim) ' "$WORK/out.txt" || false  # PASS rows: no note
     python3 - "$WORK/res/summary.json" <<'PY'
 import json, sys
 rows = {(w["workload"], r["key"]): r for w in json.load(open(sys.argv[1]))["workloads"] for r in w["rows"]}
@@ -56,6 +60,9 @@ assert low < 0.99 <= high, (low, high)
 low, high = rows[("fake_same", "t")]["shim"]["interval"]
 assert high < 0.99, (low, high)
 assert rows[("fake_same", "t")]["guard"]["interval"] is None  # a PASS needs none
+assert rows[("fake_noisy", "t")]["shim"]["pairs"] == {"n": 4, "faster": 2, "median": (100 / 125 + 120 / 101) / 2}
+assert rows[("fake_same", "t")]["shim"]["pairs"]["faster"] == 0
+assert rows[("fake_same", "t")]["guard"]["pairs"] is None
 PY
 }
 
