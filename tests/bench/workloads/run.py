@@ -562,6 +562,27 @@ def render_markdown(rows):
     return "\n".join(lines)
 
 
+def miss_note(workload, row, side):
+    """The note line of a WIDE or MISS row: its interval over the pairs, whether that reaches the
+    bound, and the pairs read one by one (pair_by_pair); None for any other check."""
+    cell = row[side]
+    if cell.get("check") not in ("WIDE", "MISS"):
+        return None
+    fig = "%+.0fns" if row["expect"] == "ns" else "%.2fx"
+    interval = cell["interval"] and "its 95%% interval over the pairs %s to %s" % (
+        fig % cell["interval"][0], fig % cell["interval"][1])
+    what = "note %s: %s %s %s" % (workload, row["key"], SIDE_TITLE[side], cell["cell"])
+    if cell["check"] == "WIDE":
+        what += ", %s, reaches the bound %s: the runs spread by more than the gap; more pairs narrow it" % (
+            interval, bound_text(row["expect"]))
+    else:
+        what += " misses the bound %s" % bound_text(row["expect"]) + (", " + interval if interval else "")
+    if cell.get("pairs"):
+        what += "; pair by pair, %s faster in %d of %d, the pairs' median %s" % (
+            SIDE_TITLE[side], cell["pairs"]["faster"], cell["pairs"]["n"], fig % cell["pairs"]["median"])
+    return what
+
+
 def footer(ctx, report):
     lines = []
     for e in report:
@@ -574,24 +595,9 @@ def footer(ctx, report):
     for e in report:
         for row in e["rows"]:
             for side in ctx.sides[1:]:
-                cell = row[side]
-                if cell.get("check") not in ("WIDE", "MISS"):
-                    continue
-                fig = "%+.0fns" if row["expect"] == "ns" else "%.2fx"
-                what = "note %s: %s %s %s" % (e["workload"], row["key"], SIDE_TITLE[side], cell["cell"])
-                if cell["check"] == "WIDE":
-                    what += (", its 95%% interval over the pairs %s to %s, reaches the bound %s: the runs spread "
-                             "by more than the gap; more pairs narrow it" % (
-                                 fig % cell["interval"][0], fig % cell["interval"][1], bound_text(row["expect"])))
-                else:
-                    what += " misses the bound %s" % bound_text(row["expect"])
-                    if cell["interval"]:
-                        what += ", its 95%% interval over the pairs %s to %s" % (
-                            fig % cell["interval"][0], fig % cell["interval"][1])
-                if cell.get("pairs"):
-                    what += "; pair by pair, %s faster in %d of %d, the pairs' median %s" % (
-                        SIDE_TITLE[side], cell["pairs"]["faster"], cell["pairs"]["n"], fig % cell["pairs"]["median"])
-                lines.append(what)
+                note = miss_note(e["workload"], row, side)
+                if note:
+                    lines.append(note)
     if ctx.inprocess:
         for p in ctx.inprocess["problems"]:
             lines.append("FAIL inprocess: " + p)
