@@ -18,6 +18,7 @@ import sys
 import time
 
 WORDS = 64 << 20  # float32: 256 MiB
+PHASES = ("fill", "asarray", "pinned_block", "host_copy", "dma", "asnumpy", "plain_copy")  # timed, in order
 
 
 def huge_pages_mib():
@@ -45,8 +46,7 @@ def main():
     sync = cp.cuda.Device().synchronize
     base = np.tile(np.arange(4096, dtype=np.float32), WORDS // 4096)
     plain = np.empty_like(base)
-    phases = {k: [] for k in ("fill", "asarray", "pinned_block", "host_copy", "dma", "asnumpy", "plain_copy",
-                              "huge_pages_mib")}
+    phases = {k: [] for k in PHASES + ("huge_pages_mib",)}
     for r in range(args.rounds):
         t = [time.perf_counter()]
         x = base + np.float32(r)  # fresh pageable memory, just written
@@ -78,7 +78,7 @@ def main():
         t.append(time.perf_counter())
         if r:
             steps = [t[1] - t[0], t[3] - t[2], t[4] - t[3], t[5] - t[4], t[6] - t[5], t[8] - t[7], t[9] - t[8]]
-            for key, s in zip(("fill", "asarray", "pinned_block", "host_copy", "dma", "asnumpy", "plain_copy"), steps):
+            for key, s in zip(PHASES, steps):
                 phases[key].append(s * 1e3)
             phases["huge_pages_mib"].append(huge)
         del x, d, block, staged, d2, e, back
