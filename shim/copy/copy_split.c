@@ -65,7 +65,7 @@ static struct pool_chunk *edge_chunk(const struct copy *c, size_t edge_bytes)
     enum pool_miss why;
     if (!edge_bytes || !pinshim_policy.stage || !pool_available())
         return NULL;
-    struct pool_chunk *chunk = pool_acquire(c->stream, 0, &why);
+    struct pool_chunk *chunk = pool_acquire(c->stream, 0, false, &why);
     if (chunk && chunk->bytes < edge_bytes) {
         pool_release_idle(chunk);
         return NULL;

@@ -502,6 +502,10 @@ static enum growth grow_if_possible(int *dev)
  * free without any signal. */
 #define POOL_POLL_NS 200000u
 
+/* How long a copy that asks to (wait_warming) waits for the first slab being pinned: longer than
+ * pinning and faulting in one slab takes, short of a hang where it never comes. */
+#define POOL_WARMING_PATIENCE_NS 500000000u
+
 /* Sleeps until a chunk comes back or the pool grows, or POOL_POLL_NS, or deadline_ns (as
  * pinshim_now_ns), whichever is first, counting the time slept (chunk_wait_ns). Lock held. False
  * once the deadline has passed. */
@@ -534,7 +538,8 @@ static struct pool_chunk *leave(struct waiter *me, bool waiting, struct pool_chu
  * chunk are served in order and before everyone else: a copy holding chunks takes no more, and a
  * copy arriving later queues behind them, so a thread that stages without pause cannot keep the
  * others out. */
-static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_ns, enum pool_miss *why)
+static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_ns, bool wait_warming,
+                                  enum pool_miss *why)
 {
     struct waiter me;
     bool waiting = false; /* me is in the waiters' queue */
@@ -574,8 +579,10 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
         }
         if (more)
             return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
-        if (total_bytes == 0)
+        if (total_bytes == 0 && !(growing && wait_warming))
             return leave(&me, waiting, NULL, why, growing ? POOL_MISS_WARMING : POOL_MISS_UNAVAILABLE);
+        if (total_bytes == 0 && !deadline) /* the first slab is being pinned: it ends the wait */
+            deadline = pinshim_now_ns() + POOL_WARMING_PATIENCE_NS;
         if (patience_ns == 0)
             return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);
         /* our own stream's last DMA: the driver would wait for it as well (not while others wait:
@@ -606,14 +613,14 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
     }
 }
 
-struct pool_chunk *pool_acquire(CUstream stream, uint64_t patience_ns, enum pool_miss *why)
+struct pool_chunk *pool_acquire(CUstream stream, uint64_t patience_ns, bool wait_warming, enum pool_miss *why)
 {
-    return acquire(stream, false, patience_ns, why);
+    return acquire(stream, false, patience_ns, wait_warming, why);
 }
 
 struct pool_chunk *pool_acquire_more(CUstream stream, enum pool_miss *why)
 {
-    return acquire(stream, true, 0, why);
+    return acquire(stream, true, 0, false, why);
 }
 
 static void give_back(struct pool_chunk *c)

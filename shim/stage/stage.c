@@ -7,6 +7,7 @@
 #include "base/driver.h"
 #include "base/gate.h"
 #include "base/real.h"
+#include "earlier_work.h"
 #include "hostmem/hugepage.h"
 #include "hostmem/recycle.h"
 #include "omp_team.h"
@@ -132,10 +133,12 @@ static uint64_t patience_ns(size_t bytes)
 }
 
 /* A pipeline's next chunk: its first may be waited for (patience_ns), the others are taken only
- * when pool_acquire_more allows. */
-static struct pool_chunk *next_chunk(bool first, size_t bytes, CUstream stream, enum pool_miss *why)
+ * when pool_acquire_more allows. A first chunk that must be staged (wait_warming) waits for the
+ * pool's first slab too. */
+static struct pool_chunk *next_chunk(bool first, size_t bytes, CUstream stream, bool wait_warming,
+                                     enum pool_miss *why)
 {
-    return first ? pool_acquire(stream, patience_ns(bytes), why) : pool_acquire_more(stream, why);
+    return first ? pool_acquire(stream, patience_ns(bytes), wait_warming, why) : pool_acquire_more(stream, why);
 }
 
 /* "For transfers from pageable host memory to device memory, a stream sync is performed before
@@ -150,6 +153,17 @@ static CUresult presync(CUstream stream)
     CUresult r = stream_sync(stream);
     pinshim_leave();
     return r;
+}
+
+/* Whether a staged H2D must wait for its stream before its first DMA: a sync one always (presync);
+ * an async one larger than the driver's own staging returns only once the stream's earlier work
+ * is done (earlier_work.h), which is marked here and waited for after the last DMA is queued, or,
+ * where it cannot be marked, waited for now. */
+static bool wait_earlier_work(const struct copy *c, size_t bytes, CUstream stream, bool *marked)
+{
+    if (!c->async)
+        return true;
+    return bytes > DRIVER_ASYNC_STAGING_BYTES && earlier_work_mark(stream, marked) != CUDA_SUCCESS;
 }
 
 /* H2D: up to H2D_WINDOW pieces at once: while one piece's DMA runs, the workers fill the next ones,
@@ -234,13 +248,17 @@ static void h2d_pipeline(void *arg)
     unsigned head = 0, count = 0;
     size_t next_off = 0;
     CUresult status = CUDA_SUCCESS;
+    bool marked = false; /* the stream's earlier work is marked, to wait for once the DMAs are queued */
+    /* An async H2D of memory the registration cache pinned, on a busy stream (copy_entry.c), small
+     * enough that the driver would return at once: not staged, it would wait behind the stream. */
+    bool must_stage = c->reg_overlap && c->async && bytes <= DRIVER_ASYNC_STAGING_BYTES;
     while (next_off < bytes || count > 0) {
         /* start as many memcpys as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < H2D_WINDOW) {
             struct pool_chunk *ch = shared;
             if (!ch) {
                 enum pool_miss why;
-                ch = next_chunk(count == 0, bytes, stream, &why);
+                ch = next_chunk(count == 0, bytes, stream, must_stage, &why);
                 if (!ch) {
                     if (next_off == 0) {
                         c->unstaged = miss_reason(why);
@@ -248,7 +266,7 @@ static void h2d_pipeline(void *arg)
                     }
                     break;
                 }
-                if (next_off == 0 && !c->async) {
+                if (next_off == 0 && wait_earlier_work(c, bytes, stream, &marked)) {
                     CUresult r = presync(stream);
                     if (r != CUDA_SUCCESS) {
                         pool_release_idle(ch);
@@ -298,6 +316,8 @@ static void h2d_pipeline(void *arg)
     }
     if (shared)
         h2d_release(shared, shared_queued, stream);
+    if (marked && status == CUDA_SUCCESS)
+        status = earlier_work_wait();
     run->handled = true;
     run->result = status;
 }
@@ -399,7 +419,7 @@ static void d2h_pipeline(void *arg)
         /* enqueue as many DMAs as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < D2H_WINDOW) {
             enum pool_miss why;
-            struct pool_chunk *ch = next_chunk(count == 0, bytes, stream, &why);
+            struct pool_chunk *ch = next_chunk(count == 0, bytes, stream, false, &why);
             if (!ch) {
                 if (next_off == 0)
                     c->unstaged = miss_reason(why);

@@ -148,6 +148,7 @@ void gate_finish(struct gate *g); /* opens it and joins the helper thread */
     X("streams.per_thread", case_streams_ptds)                                                         \
     X("streams.host_fn", case_streams_host_fn)                                                         \
     X("streams.callback", case_streams_callback)                                                       \
+    X("streams.async_behind_gate", case_streams_async_behind_gate)                                     \
     X("memory.free_reuse", case_memory_free_reuse)                                                     \
     X("capture.status", case_capture_status)                                                           \
     X("capture.pageable", case_capture_pageable)                                                       \

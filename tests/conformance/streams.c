@@ -117,6 +117,47 @@ void case_streams_ptds(void)
     ordering("legacy_copy_after_ptds.sync_h2d", &d, CU_STREAM_PER_THREAD, 0);
 }
 
+/* A pageable async H2D queued behind a held stream (a non-blocking one, so nothing else waits for
+ * it): whether the call returns before the gate opens, by size. CUDA's API synchronization
+ * behavior says only that the driver "may synchronize with the stream" when it stages pageable
+ * memory; staging relies on being allowed to, once a copy has filled the pool with its own
+ * stream's queue (stage/pool.c). The source is overwritten right after the call: the device must
+ * still receive what it held at the call. The gate stays shut for GATE_LONG_MS, far longer than
+ * staging 384 MiB takes, so "before_gate" means the call did not wait for the stream. */
+#define GATE_LONG_MS 5000
+void case_streams_async_behind_gate(void)
+{
+    static const struct {
+        const char *name;
+        size_t bytes;
+    } sizes[] = {{"256k", 256u << 10}, {"4m", 4u << 20}, {"64m", 64u << 20}, {"384m", 384u << 20}};
+    CUstream s;
+    NEED(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i].bytes;
+        unsigned char *src = malloc(n);
+        CUdeviceptr dev;
+        if (!src)
+            need(CUDA_ERROR_OUT_OF_MEMORY, "malloc");
+        NEED(d.mem_alloc(&dev, n));
+        test_fill(src, n, 30 + (unsigned)i);
+        struct gate g;
+        gate_init(&g);
+        NEED(gate_enqueue(&d, &g, s));
+        gate_open_later(&g, GATE_LONG_MS);
+        CUresult r = d.htod_async(dev, src, n, s);
+        const char *w = when(&g);
+        memset(src, 0xee, n); /* the program may reuse its source at once */
+        gate_finish(&g);
+        CUresult rs = d.stream_sync(s);
+        char key[64];
+        snprintf(key, sizeof key, "pageable_%s", sizes[i].name);
+        say(key, "%s; returned %s; stream sync %s; device %s", rcs(r), w, rcs(rs), dev_digest(dev, n));
+        NEED(d.mem_free(dev));
+        free(src);
+    }
+}
+
 /* What the guard relies on to release a copy at a host function's start: a host function launched
  * on a stream after an async D2H runs only once the copy is done, so it reads the copy's bytes.
  * The gate holds the stream until the launch has returned, so the copy cannot be done earlier. */

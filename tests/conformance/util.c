@@ -2,6 +2,7 @@
  * codes by number and enum name, digests, relative positions), memory helpers, the stream gate,
  * and the "devices" case that opens every run. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
@@ -206,12 +207,22 @@ int gate_is_open(struct gate *g)
     return o;
 }
 
+/* Opens the gate after g->ms, or returns as soon as someone else opened it (gate_finish). */
 static void *gate_timer(void *arg)
 {
     struct gate *g = arg;
-    struct timespec ts = {(time_t)(g->ms / 1000), (long)(g->ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-    gate_open(g);
+    struct timespec at;
+    clock_gettime(CLOCK_REALTIME, &at); /* the condition variable's clock */
+    at.tv_sec += (time_t)(g->ms / 1000);
+    at.tv_nsec += (long)(g->ms % 1000) * 1000000L;
+    if (at.tv_nsec >= 1000000000L)
+        at.tv_sec++, at.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&g->mu);
+    while (!g->open && pthread_cond_timedwait(&g->cv, &g->mu, &at) != ETIMEDOUT)
+        ;
+    g->open = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
     return NULL;
 }
 
