@@ -475,6 +475,32 @@ static struct pool_chunk *first_idle(struct pool_chunk **prev_out, bool *another
     return found;
 }
 
+/* Whether every free chunk still behind a DMA is behind one on `stream`, in the current context
+ * (and at least one is): the pool is full of this stream's own queue, so the stream's DMA, not the
+ * pool's size, holds the copy back, and another slab would only make that queue longer (a fresh
+ * 1 GiB PyTorch tensor .to("cuda") grew the pool to three slabs while at most four chunks were in
+ * use). The per-thread default stream's handle names another stream on each thread: never. Lock
+ * held; after first_idle, which updates the chunks' pending flags. */
+static bool only_own_queue(CUstream stream)
+{
+    if (stream == CU_STREAM_PER_THREAD)
+        return false;
+    CUcontext ctx = NULL;
+    CUresult r;
+    SHIM_CALL(r, fns.ctx_get_current(&ctx));
+    if (r != CUDA_SUCCESS)
+        return false;
+    bool any = false;
+    for (struct pool_chunk *c = free_head; c; c = c->next) {
+        if (!c->pending)
+            continue;
+        if (c->stream != stream || c->event_ctx != ctx)
+            return false;
+        any = true;
+    }
+    return any;
+}
+
 enum growth { GROWTH_NONE, GROWTH_RUNNING, GROWTH_DONE };
 
 /* Grows the pool if it may and is not growing already: in the background (GROWTH_RUNNING), or on
@@ -566,8 +592,10 @@ static struct pool_chunk *acquire(CUstream stream, bool more, uint64_t patience_
          * chunks all come back idle, never found the pool empty: a D2H pipeline ran on one chunk.)
          * A growth slows the copies running meanwhile (the workers fault the slab in, the driver
          * holds other calls while it registers it): the default slab holds one thread's deepest
-         * pipeline, so a single thread's first large copy does not grow the pool (keys.h). */
-        if (grow_if_possible(&dev) == GROWTH_DONE)
+         * pipeline, so a single thread's first large copy does not grow the pool (keys.h). Nor
+         * does a copy whose own stream's queue holds the rest: it waits for that queue instead,
+         * as the driver may when it stages pageable memory (conformance: streams.async_behind_gate). */
+        if (!only_own_queue(stream) && grow_if_possible(&dev) == GROWTH_DONE)
             continue;
         if (c && more)
             return leave(&me, waiting, NULL, why, POOL_MISS_BUSY);

@@ -48,7 +48,9 @@ enum pool_miss { POOL_MISS_NONE, POOL_MISS_UNAVAILABLE, POOL_MISS_WARMING, POOL_
  * patience_ns > 0, the chunk whose last DMA was on this stream once that DMA is done, or one that
  * another copy gives back within patience_ns (chunks of other streams are never waited for longer:
  * that could deadlock). patience_ns = 0: only a chunk free now. wait_warming: while the first slab
- * is being pinned, wait for it (half a second at most) instead of returning POOL_MISS_WARMING. */
+ * is being pinned, wait for it (half a second at most) instead of returning POOL_MISS_WARMING. The
+ * pool is not grown for a copy whose own stream's queued DMAs hold every chunk not idle: it waits
+ * for them. */
 struct pool_chunk *pool_acquire(CUstream stream, uint64_t patience_ns, bool wait_warming, enum pool_miss *why);
 
 /* One more chunk for a copy that holds some (a pipeline's next piece): only a chunk free now, and

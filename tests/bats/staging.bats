@@ -477,6 +477,17 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field 'st["hugepage_copies"]')" = 0 ]
 }
 
+@test "a copy whose own stream's queued DMAs hold the pool waits for them instead of growing it" {
+    # slabs of 8 chunks, a cap of 4 slabs, a slow link: each 16-chunk H2D fills chunks faster than
+    # its DMAs drain them, so the chunks not in use are all queued on its own stream (a fresh 1 GiB
+    # PyTorch tensor .to("cuda") grew three 128 MiB slabs so, with at most four chunks in use)
+    staged h2d_run PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=1G PINSHIM_STAGE_CHUNK_BYTES=256K \
+        PINSHIM_POOL_SLAB_BYTES=2M PINSHIM_POOL_MAX_BYTES=8M FAKECUDA_GBPS=1 PINSHIM_LINK_PROBE=off
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" = 6 ]
+    [ "$(staging_field 'st["pool_slabs"]')" = 1 ]
+}
+
 @test "one thread's large copies grow the pool past its first slab: a copy that wants more chunks than are free asks for another slab" {
     # slabs of 2 chunks, a cap of 4; D2H copies of 4 chunks. Each chunk comes back idle (its DMA
     # waited for), so no copy ever finds the pool empty, and each would get one chunk at a time

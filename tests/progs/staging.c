@@ -28,6 +28,8 @@
  *                      whether the pool got ready)
  *   staging d2h_run  - one thread's D2H copies of 4 chunks each (PINSHIM_STAGE_CHUNK_BYTES), one
  *                      after another, each into a buffer just allocated
+ *   staging h2d_run  - one thread's sync H2D copies of 16 chunks each on the legacy stream, one after
+ *                      another, each from a buffer just allocated and filled (a tensor just computed)
  *   staging slices   - staged copies, then how many threads run with a scheduler slice of
  *                      SLICES_NS (the staging threads under stage_slice_us) and whether this one does;
  *                      (with SLICES_BATCH set, the process runs under SCHED_BATCH from its start)
@@ -659,6 +661,26 @@ static int scenario_d2h_run(void)
     return 0;
 }
 
+static int scenario_h2d_run(void)
+{
+    size_t n = 16 * env_size("PINSHIM_STAGE_CHUNK_BYTES", 16u << 20);
+    unsigned char *back = malloc(n);
+    CUdeviceptr dev;
+    CHECK(d.mem_alloc(&dev, n));
+    for (int i = 0; i < 6; i++) {
+        unsigned char *src = malloc(n);
+        test_fill(src, n, 70 + (unsigned)i);
+        CHECK(d.htod(dev, src, n));
+        CHECK(d.dtoh(back, dev, n));
+        expect_same("h2d run", n, src, back);
+        printf("h2d run %d: %zu bytes, hash %016llx\n", i, n, (unsigned long long)test_hash(back, n));
+        free(src);
+    }
+    CHECK(d.mem_free(dev));
+    free(back);
+    return 0;
+}
+
 /* The pool's memory in device 0's primary context when the program resets it: copies before and
  * after are staged and come back whole (the shim undoes its slab's registration before the reset). */
 static int scenario_reset(void)
@@ -721,7 +743,7 @@ static int scenario_slices(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|freshdst_advised|freshdst_nohuge|prewarm|share|reset|d2h_run|slices\n");
+        fprintf(stderr, "usage: staging sizes|order|overwrite|threads|fork|capture|crossstream|managed|presync|freshdst|freshdst_part|freshdst_advised|freshdst_nohuge|prewarm|share|reset|d2h_run|h2d_run|slices\n");
         return 2;
     }
     struct sched_param batch = {0};
@@ -748,6 +770,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "share")) return scenario_share();
     if (!strcmp(argv[1], "reset")) return scenario_reset();
     if (!strcmp(argv[1], "d2h_run")) return scenario_d2h_run();
+    if (!strcmp(argv[1], "h2d_run")) return scenario_h2d_run();
     if (!strcmp(argv[1], "slices")) return scenario_slices();
     fprintf(stderr, "unknown scenario %s\n", argv[1]);
     return 2;
