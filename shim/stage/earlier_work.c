@@ -4,6 +4,7 @@
 #include "earlier_work.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "base/common.h"
 #include "base/real.h"
@@ -22,8 +23,12 @@ static pthread_key_t thread_event_key; /* destroys a thread's event when the thr
 static __thread CUevent thread_event;
 static __thread CUcontext thread_event_ctx;
 
+static pid_t owner; /* the process whose threads made the events: a forked child calls no CUDA */
+
 static void destroy_event(void *event)
 {
+    if (getpid() != owner)
+        return;
     pinshim_enter();
     fns.event_destroy((CUevent)event); /* an error: its context is gone, and the event with it */
     pinshim_leave();
@@ -31,6 +36,7 @@ static void destroy_event(void *event)
 
 static void resolve(void)
 {
+    owner = getpid();
     fns.stream_query = (__typeof__(fns.stream_query))real_driver_symbol("cuStreamQuery");
     fns.ctx_get_current = (__typeof__(fns.ctx_get_current))real_driver_symbol("cuCtxGetCurrent");
     fns.event_create = (__typeof__(fns.event_create))real_driver_symbol("cuEventCreate");
