@@ -100,14 +100,25 @@ static CUresult presync_pageable(const fk_xfer *x, int sside, CUstream h, int pt
  * streams.async_behind_gate). */
 #define FK_ASYNC_STAGING_BYTES ((size_t)2 << 20)
 
+/* Whether stream h is being captured: a captured copy runs at replay, so nothing is waited for. */
+static int stream_capturing(CUstream h, int pt)
+{
+  pthread_mutex_lock(&fk_lock);
+  fk_stream *s = NULL;
+  int capturing = fk_stream_resolve(h, pt, &s) == CUDA_SUCCESS && s->capture != NULL;
+  pthread_mutex_unlock(&fk_lock);
+  return capturing;
+}
+
 /* Whether the call waits for its stream before copying: a synchronous one from pageable memory
- * (presync_pageable), and an asynchronous pageable H2D larger than the driver's staging. */
-static int waits_for_stream(const fk_xfer *x, int dside, int async)
+ * (presync_pageable), and an asynchronous pageable H2D larger than the driver's staging, unless
+ * the stream is being captured. */
+static int waits_for_stream(const fk_xfer *x, int dside, CUstream h, int pt, int async)
 {
   if (!async)
     return 1;
   return fk_xfer_bytes(x) > FK_ASYNC_STAGING_BYTES &&
-         side_kind(x->dst, fk_xfer_dst_extent(x), dside) == FK_MEM_DEVICE;
+         side_kind(x->dst, fk_xfer_dst_extent(x), dside) == FK_MEM_DEVICE && !stream_capturing(h, pt);
 }
 
 static CUresult run_copy(const fk_xfer *x, int dside, int sside, CUstream h, int pt, int async)
@@ -115,7 +126,7 @@ static CUresult run_copy(const fk_xfer *x, int dside, int sside, CUstream h, int
   CUresult r = fk_need_ctx(NULL);
   if (r)
     return r;
-  if (waits_for_stream(x, dside, async) && (r = presync_pageable(x, sside, h, pt)) != CUDA_SUCCESS)
+  if (waits_for_stream(x, dside, h, pt, async) && (r = presync_pageable(x, sside, h, pt)) != CUDA_SUCCESS)
     return r;
   fk_op *op;
   int wait;
