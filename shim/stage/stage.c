@@ -155,11 +155,11 @@ static CUresult presync(CUstream stream)
     return r;
 }
 
-/* Whether a staged H2D must wait for its stream before its first DMA: a sync one always (presync);
- * an async one larger than the driver's own staging returns only once the stream's earlier work
- * is done (earlier_work.h), which is marked here and waited for after the last DMA is queued, or,
- * where it cannot be marked, waited for now. */
-static bool wait_earlier_work(const struct copy *c, size_t bytes, CUstream stream, bool *marked)
+/* Whether a staged H2D must synchronize its stream before its first DMA (presync): a sync one
+ * always; an async one larger than the driver's own staging returns only once the stream's earlier
+ * work is done (earlier_work.h), which is marked here (*marked) and waited for after the last DMA
+ * is queued, or, where it cannot be marked, synchronized now. */
+static bool needs_presync(const struct copy *c, size_t bytes, CUstream stream, bool *marked)
 {
     if (!c->async)
         return true;
@@ -266,7 +266,7 @@ static void h2d_pipeline(void *arg)
                     }
                     break;
                 }
-                if (next_off == 0 && wait_earlier_work(c, bytes, stream, &marked)) {
+                if (next_off == 0 && needs_presync(c, bytes, stream, &marked)) {
                     CUresult r = presync(stream);
                     if (r != CUDA_SUCCESS) {
                         pool_release_idle(ch);

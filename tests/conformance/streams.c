@@ -120,8 +120,9 @@ void case_streams_ptds(void)
 /* A pageable async H2D queued behind a held stream (a non-blocking one, so nothing else waits for
  * it): whether the call returns before the gate opens, by size. CUDA's API synchronization
  * behavior says only that the driver "may synchronize with the stream" when it stages pageable
- * memory; staging relies on being allowed to, once a copy has filled the pool with its own
- * stream's queue (stage/pool.c). The source is overwritten right after the call: the device must
+ * memory; the real driver does from 3 MiB, and staging keeps that (stage/earlier_work.h) and
+ * relies on it when a copy's own queued DMAs fill the pool (stage/pool.c). The source is
+ * overwritten right after the call: the device must
  * still receive what it held at the call. The gate stays shut for GATE_LONG_MS, far longer than
  * staging 384 MiB takes, so "before_gate" means the call did not wait for the stream. */
 #define GATE_LONG_MS 5000
