@@ -23,8 +23,6 @@ struct driver_fns {
     CUresult (*host_alloc)(void **, size_t, unsigned int);
     CUresult (*host_register)(void *, size_t, unsigned int);
     CUresult (*host_unregister)(void *);
-    CUresult (*event_create)(CUevent *, unsigned int);
-    CUresult (*event_destroy)(CUevent);
     CUresult (*event_record)(CUevent, CUstream);
     CUresult (*event_query)(CUevent);
     CUresult (*event_sync)(CUevent);
@@ -73,8 +71,6 @@ static bool resolve(void)
     RESOLVE(host_alloc, "cuMemHostAlloc");
     RESOLVE(host_register, "cuMemHostRegister_v2");
     RESOLVE(host_unregister, "cuMemHostUnregister");
-    RESOLVE(event_create, "cuEventCreate");
-    RESOLVE(event_destroy, "cuEventDestroy_v2");
     RESOLVE(event_record, "cuEventRecord");
     RESOLVE(event_query, "cuEventQuery");
     RESOLVE(event_sync, "cuEventSynchronize");
@@ -86,8 +82,8 @@ static bool resolve(void)
     RESOLVE(ctx_pop, "cuCtxPopCurrent_v2");
     RESOLVE(primary_retain, "cuDevicePrimaryCtxRetain");
     resolved = true;
-    if (!fns.host_alloc || !fns.host_register || !fns.host_unregister || !fns.event_create ||
-        !fns.event_destroy || !fns.event_record || !fns.event_query || !fns.event_sync || !fns.stream_sync ||
+    if (!fns.host_alloc || !fns.host_register || !fns.host_unregister ||
+        !fns.event_record || !fns.event_query || !fns.event_sync || !fns.stream_sync ||
         !fns.ctx_get_current || !fns.ctx_set_current || !fns.ctx_get_device || !fns.ctx_push || !fns.ctx_pop ||
         !fns.primary_retain) {
         broken = true;
@@ -374,21 +370,12 @@ PINSHIM_HOT void pool_prewarm(int dev)
     pthread_mutex_unlock(&lock);
 }
 
-/* The event of c in the current context, created on first need. */
+/* The event of c in the current context, created on first need (with its device noted). */
 static CUresult chunk_event(struct pool_chunk *c)
 {
-    CUcontext ctx = NULL;
-    CUresult r = fns.ctx_get_current(&ctx);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (c->event && c->event_ctx == ctx)
-        return CUDA_SUCCESS;
-    if (c->event)
-        fns.event_destroy(c->event);
-    c->event = NULL;
-    r = fns.event_create(&c->event, CU_EVENT_DISABLE_TIMING);
-    c->event_ctx = r == CUDA_SUCCESS ? ctx : NULL;
-    if (r != CUDA_SUCCESS || fns.ctx_get_device(&c->event_dev) != CUDA_SUCCESS)
+    bool made;
+    CUresult r = ctx_event_here(&c->mark, &made);
+    if (made && fns.ctx_get_device(&c->event_dev) != CUDA_SUCCESS)
         c->event_dev = -1;
     return r;
 }
@@ -398,7 +385,7 @@ CUresult pool_record(struct pool_chunk *c, CUstream stream)
     CUresult r;
     SHIM_CALL(r, chunk_event(c));
     if (r == CUDA_SUCCESS)
-        SHIM_CALL(r, fns.event_record(c->event, stream));
+        SHIM_CALL(r, fns.event_record(c->mark.event, stream));
     c->stream = stream;
     c->pending = r == CUDA_SUCCESS;
     if (c->pending)
@@ -414,7 +401,7 @@ CUresult pool_wait(struct pool_chunk *c)
         return CUDA_SUCCESS;
     uint64_t t0 = pinshim_now_ns();
     CUresult r;
-    SHIM_CALL(r, fns.event_sync(c->event));
+    SHIM_CALL(r, fns.event_sync(c->mark.event));
     stat_add(&stats.wait_ns, pinshim_now_ns() - t0);
     if (r == CUDA_SUCCESS)
         c->pending = false;
@@ -426,7 +413,7 @@ static bool chunk_idle(struct pool_chunk *c)
     if (!c->pending)
         return true;
     CUresult r;
-    SHIM_CALL(r, fns.event_query(c->event));
+    SHIM_CALL(r, fns.event_query(c->mark.event));
     if (r == CUDA_SUCCESS)
         c->pending = false;
     return !c->pending;
@@ -439,7 +426,7 @@ static struct pool_chunk *take(struct pool_chunk *c, struct pool_chunk *prev)
     if (in_use_bytes > __atomic_load_n(&stats.high_water_bytes, __ATOMIC_RELAXED))
         __atomic_store_n(&stats.high_water_bytes, in_use_bytes, __ATOMIC_RELAXED);
     stat_add(&stats.acquires, 1);
-    if (c->event)
+    if (c->mark.event)
         stat_add(&stats.chunk_reuses, 1);
     return c;
 }
@@ -494,7 +481,7 @@ static bool only_own_queue(CUstream stream)
     for (struct pool_chunk *c = free_head; c; c = c->next) {
         if (!c->pending)
             continue;
-        if (c->stream != stream || c->event_ctx != ctx)
+        if (c->stream != stream || c->mark.ctx != ctx)
             return false;
         any = true;
     }
@@ -679,15 +666,13 @@ void pool_forget_context(CUcontext ctx, CUdevice dev)
 {
     pthread_mutex_lock(&lock);
     for (struct pool_chunk *c = free_head; c; c = c->next) {
-        if (!c->event || !(ctx ? c->event_ctx == ctx : c->event_dev == dev))
+        if (!c->mark.event || !(ctx ? c->mark.ctx == ctx : c->event_dev == dev))
             continue;
         CUresult r;
         if (c->pending)
-            SHIM_CALL(r, fns.event_sync(c->event));
-        SHIM_CALL(r, fns.event_destroy(c->event));
+            SHIM_CALL(r, fns.event_sync(c->mark.event));
+        SHIM_CALL(r, ctx_event_destroy(&c->mark));
         (void)r; /* nothing to do about it: the context goes either way */
-        c->event = NULL;
-        c->event_ctx = NULL;
         c->pending = false;
     }
     pthread_mutex_unlock(&lock);

@@ -24,12 +24,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/ctx_event.h"
+
 struct pool_chunk {
     void *ptr;
     size_t bytes;
-    CUevent event;      /* recorded behind the chunk's last DMA (NULL until first needed) */
-    CUcontext event_ctx;
-    CUdevice event_dev;  /* that context's device */
+    struct ctx_event mark; /* recorded behind the chunk's last DMA (no event until first needed) */
+    CUdevice event_dev;  /* the device of the event's context */
     CUstream stream;    /* where that DMA ran */
     bool pending;       /* event recorded and maybe not complete */
     CUdevice device;    /* whose primary context holds the slab */
