@@ -65,6 +65,9 @@ struct copy {
     bool reg_overlap;         /* the host side lies in memory the registration cache pinned */
     struct alloc_rec *reg_rec; /* the cache's record this copy uses directly (held until after it) */
     bool completed;           /* the shim already waited for the copy: nothing more to wait for */
+    bool instead_of_direct;   /* staged in place of a direct copy of memory the cache pinned, which
+                                 would wait behind its busy stream (copy_entry.c): staging must not
+                                 give it up while the pool warms (stage/stage.c) */
     int32_t device;           /* ordinal of the calling thread's current context's device; -1 unknown */
 };
 

@@ -55,6 +55,7 @@ PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintp
     c->action = ACTION_PASS;
     c->unstaged = UNSTAGED_NONE;
     c->completed = false;
+    c->instead_of_direct = false;
     c->device = ctxdev_current(); /* cached per thread and context (observe/ctxdev.h) */
     c->dst_kind = dst_kind == KIND_UNKNOWN ? side_kind(dst, bytes, NULL) : dst_kind;
     c->src_kind = src_kind == KIND_UNKNOWN ? side_kind(src, bytes, NULL) : src_kind;

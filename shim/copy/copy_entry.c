@@ -84,8 +84,9 @@ PINSHIM_HOT static uint64_t copy_time_weight(const struct copy *c)
         bool done_ = false;                                                                         \
         if (regcache_direct(&(c))) {                                                                \
             real_relaxed_begin(&mode_);                                                             \
-            if (!((c).async && (c).dir == DIR_H2D && !regcache_stream_idle(&(c)) && stage_wanted(&(c)) && \
-                  (stage_call))) {                                                                  \
+            (c).instead_of_direct =                                                                 \
+                (c).async && (c).dir == DIR_H2D && !regcache_stream_idle(&(c)) && stage_wanted(&(c));   \
+            if (!((c).instead_of_direct && (stage_call))) {                                         \
                 (c).action = ACTION_REGISTERED;                                                     \
                 (c).unstaged = UNSTAGED_NONE;                                                       \
                 result = regcache_direct_whole(&(c)) ? (pass) : copy_split_at_registration(&(c));   \

@@ -249,9 +249,9 @@ static void h2d_pipeline(void *arg)
     size_t next_off = 0;
     CUresult status = CUDA_SUCCESS;
     bool marked = false; /* the stream's earlier work is marked, to wait for once the DMAs are queued */
-    /* An async H2D of memory the registration cache pinned, on a busy stream (copy_entry.c), small
-     * enough that the driver would return at once: not staged, it would wait behind the stream. */
-    bool must_stage = c->reg_overlap && c->async && bytes <= DRIVER_ASYNC_STAGING_BYTES;
+    /* Staged in place of a direct copy that would wait behind its busy stream (copy_entry.c), and
+     * small enough that the driver would return at once: it waits for the warming pool instead. */
+    bool must_stage = c->instead_of_direct && bytes <= DRIVER_ASYNC_STAGING_BYTES;
     while (next_off < bytes || count > 0) {
         /* start as many memcpys as the window and the pool allow */
         while (status == CUDA_SUCCESS && next_off < bytes && count < H2D_WINDOW) {
