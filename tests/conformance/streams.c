@@ -117,25 +117,65 @@ void case_streams_ptds(void)
     ordering("legacy_copy_after_ptds.sync_h2d", &d, CU_STREAM_PER_THREAD, 0);
 }
 
-/* A pageable async H2D queued behind a held stream (a non-blocking one, so nothing else waits for
- * it): whether the call returns before the gate opens, by size. CUDA's API synchronization
- * behavior says only that the driver "may synchronize with the stream" when it stages pageable
- * memory; the real driver does from 3 MiB, and staging keeps that (stage/earlier_work.h) and
- * relies on it when a copy's own queued DMAs fill the pool (stage/pool.c). The source is
- * overwritten right after the call: the device must
- * still receive what it held at the call. The gate stays shut for GATE_LONG_MS, far longer than
- * staging 384 MiB takes, so "before_gate" means the call did not wait for the stream. */
-#define GATE_LONG_MS 5000
+/* A pageable async H2D queued behind a held stream: whether the call returns before the gate
+ * opens, by size, stream and entry point. CUDA's API synchronization behavior says only that the
+ * driver "may synchronize with the stream" when it stages pageable memory; the real driver does
+ * above a threshold (stage/earlier_work.h), which staging keeps and relies on when a copy's own
+ * queued DMAs fill the pool (stage/pool.c). The sizes bracket the threshold; the legacy and
+ * per-thread default streams, cuMemcpyAsync and cuMemcpy2DAsync are checked on either side of it.
+ * The source is overwritten right after the call: the device must still receive what it held at
+ * the call. The gate stays shut for GATE_LONG_MS, far longer than staging 384 MiB takes, so
+ * "before_gate" means the call did not wait for the stream. */
+#define GATE_LONG_MS 1000
+enum gate_copy { GC_HTOD, GC_UNIFIED, GC_2D };
+enum gate_stream { GS_CREATED, GS_LEGACY, GS_PER_THREAD };
+
+static CUresult gate_copy(enum gate_copy how, struct test_driver *drv, CUdeviceptr dev, const void *src, size_t n,
+                          CUstream s)
+{
+    if (how == GC_UNIFIED)
+        return drv->memcpy_async(dev, (CUdeviceptr)src, n, s);
+    if (how == GC_2D) { /* rows of 64 KiB, packed on both sides */
+        CUDA_MEMCPY2D m = {.srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = src, .srcPitch = 64u << 10,
+                           .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = dev, .dstPitch = 64u << 10,
+                           .WidthInBytes = 64u << 10, .Height = n / (64u << 10)};
+        return drv->m2d_async(&m, s);
+    }
+    return drv->htod_async(dev, src, n, s);
+}
+
 void case_streams_async_behind_gate(void)
 {
     static const struct {
-        const char *name;
+        const char *key;
+        enum gate_copy how;
+        enum gate_stream on;
         size_t bytes;
-    } sizes[] = {{"256k", 256u << 10}, {"4m", 4u << 20}, {"64m", 64u << 20}, {"384m", 384u << 20}};
-    CUstream s;
-    NEED(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        size_t n = sizes[i].bytes;
+    } checks[] = {
+        {"pageable_256k", GC_HTOD, GS_CREATED, 256u << 10},
+        {"pageable_2m", GC_HTOD, GS_CREATED, 2u << 20},
+        {"pageable_2304k", GC_HTOD, GS_CREATED, 2304u << 10},
+        {"pageable_2560k", GC_HTOD, GS_CREATED, 2560u << 10},
+        {"pageable_2816k", GC_HTOD, GS_CREATED, 2816u << 10},
+        {"pageable_3m", GC_HTOD, GS_CREATED, 3u << 20},
+        {"pageable_4m", GC_HTOD, GS_CREATED, 4u << 20},
+        {"pageable_64m", GC_HTOD, GS_CREATED, 64u << 20},
+        {"pageable_384m", GC_HTOD, GS_CREATED, 384u << 20},
+        {"legacy_stream_256k", GC_HTOD, GS_LEGACY, 256u << 10},
+        {"legacy_stream_4m", GC_HTOD, GS_LEGACY, 4u << 20},
+        {"per_thread_stream_256k", GC_HTOD, GS_PER_THREAD, 256u << 10},
+        {"per_thread_stream_4m", GC_HTOD, GS_PER_THREAD, 4u << 20},
+        {"memcpy_async_256k", GC_UNIFIED, GS_CREATED, 256u << 10},
+        {"memcpy_async_4m", GC_UNIFIED, GS_CREATED, 4u << 20},
+        {"memcpy2d_async_256k", GC_2D, GS_CREATED, 256u << 10},
+        {"memcpy2d_async_4m", GC_2D, GS_CREATED, 4u << 20},
+    };
+    CUstream created;
+    NEED(d.stream_create(&created, CU_STREAM_NON_BLOCKING)); /* nothing else waits for it */
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        size_t n = checks[i].bytes;
+        struct test_driver *drv = checks[i].on == GS_PER_THREAD ? &pt : &d;
+        CUstream s = checks[i].on == GS_CREATED ? created : checks[i].on == GS_LEGACY ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD;
         unsigned char *src = malloc(n);
         CUdeviceptr dev;
         if (!src)
@@ -144,16 +184,14 @@ void case_streams_async_behind_gate(void)
         test_fill(src, n, 30 + (unsigned)i);
         struct gate g;
         gate_init(&g);
-        NEED(gate_enqueue(&d, &g, s));
+        NEED(gate_enqueue(drv, &g, s));
         gate_open_later(&g, GATE_LONG_MS);
-        CUresult r = d.htod_async(dev, src, n, s);
+        CUresult r = gate_copy(checks[i].how, drv, dev, src, n, s);
         const char *w = when(&g);
         memset(src, 0xee, n); /* the program may reuse its source at once */
         gate_finish(&g);
-        CUresult rs = d.stream_sync(s);
-        char key[64];
-        snprintf(key, sizeof key, "pageable_%s", sizes[i].name);
-        say(key, "%s; returned %s; stream sync %s; device %s", rcs(r), w, rcs(rs), dev_digest(dev, n));
+        CUresult rs = drv->stream_sync(s);
+        say(checks[i].key, "%s; returned %s; stream sync %s; device %s", rcs(r), w, rcs(rs), dev_digest(dev, n));
         NEED(d.mem_free(dev));
         free(src);
     }
