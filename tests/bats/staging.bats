@@ -488,6 +488,17 @@ calls_of() { awk -v s="$2" '$1 == s { n += $2 } END { print n + 0 }' "$WORK/$1";
     [ "$(staging_field 'st["pool_slabs"]')" = 1 ]
 }
 
+@test "copies on two streams at once still grow the pool: chunks queued on another stream are not the copy's own queue" {
+    # the settings of the test above, two threads each copying on a stream of its own: a copy that
+    # finds the free chunks queued on the other stream's DMAs asks for another slab
+    staged h2d_run H2D_RUN_STREAMS=2 PINSHIM_STAGE_MIN_BYTES=64K PINSHIM_STAGE_D2H_MIN_BYTES=1G \
+        PINSHIM_STAGE_CHUNK_BYTES=256K PINSHIM_POOL_SLAB_BYTES=2M PINSHIM_POOL_MAX_BYTES=8M FAKECUDA_GBPS=1 \
+        PINSHIM_LINK_PROBE=off
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    [ "$(staging_field 'st["staged_copies"]')" = 12 ]
+    [ "$(staging_field 'st["pool_slabs"] >= 2')" = True ]
+}
+
 @test "one thread's large copies grow the pool past its first slab: a copy that wants more chunks than are free asks for another slab" {
     # slabs of 2 chunks, a cap of 4; D2H copies of 4 chunks. Each chunk comes back idle (its DMA
     # waited for), so no copy ever finds the pool empty, and each would get one chunk at a time

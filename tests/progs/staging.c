@@ -29,7 +29,9 @@
  *   staging d2h_run  - one thread's D2H copies of 4 chunks each (PINSHIM_STAGE_CHUNK_BYTES), one
  *                      after another, each into a buffer just allocated
  *   staging h2d_run  - one thread's sync H2D copies of 16 chunks each on the legacy stream, one after
- *                      another, each from a buffer just allocated and filled (a tensor just computed)
+ *                      another, each from a buffer just allocated and filled (a tensor just computed);
+ *                      with H2D_RUN_STREAMS=2, two threads at once, each its async copies (and a
+ *                      synchronize after each) on a stream of its own
  *   staging slices   - staged copies, then how many threads run with a scheduler slice of
  *                      SLICES_NS (the staging threads under stage_slice_us) and whether this one does;
  *                      (with SLICES_BATCH set, the process runs under SCHED_BATCH from its start)
@@ -39,6 +41,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -661,23 +664,69 @@ static int scenario_d2h_run(void)
     return 0;
 }
 
-static int scenario_h2d_run(void)
+/* One run of h2d_run: on the legacy stream (sync copies), or on a stream of its own. */
+struct h2d_run {
+    int index;
+    bool own_stream;
+    pthread_barrier_t *start;
+    char lines[6][96]; /* printed in order once every run is done */
+};
+
+static void *h2d_run_copies(void *arg)
 {
+    struct h2d_run *run = arg;
     size_t n = 16 * env_size("PINSHIM_STAGE_CHUNK_BYTES", 16u << 20);
+    CHECK(d.ctx_set(ctx));
+    CUstream s = NULL;
+    if (run->own_stream)
+        CHECK(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
     unsigned char *back = malloc(n);
     CUdeviceptr dev;
     CHECK(d.mem_alloc(&dev, n));
+    if (run->start)
+        pthread_barrier_wait(run->start);
     for (int i = 0; i < 6; i++) {
         unsigned char *src = malloc(n);
-        test_fill(src, n, 70 + (unsigned)i);
-        CHECK(d.htod(dev, src, n));
+        test_fill(src, n, 70 + (unsigned)(10 * run->index + i));
+        if (run->own_stream) {
+            CHECK(d.htod_async(dev, src, n, s));
+            CHECK(d.stream_sync(s));
+        } else {
+            CHECK(d.htod(dev, src, n));
+        }
         CHECK(d.dtoh(back, dev, n));
         expect_same("h2d run", n, src, back);
-        printf("h2d run %d: %zu bytes, hash %016llx\n", i, n, (unsigned long long)test_hash(back, n));
+        snprintf(run->lines[i], sizeof run->lines[i], "h2d run %d.%d: %zu bytes, hash %016llx", run->index, i, n,
+                 (unsigned long long)test_hash(back, n));
         free(src);
     }
     CHECK(d.mem_free(dev));
     free(back);
+    return NULL;
+}
+
+static int scenario_h2d_run(void)
+{
+    int runs_at_once = env_size("H2D_RUN_STREAMS", 1) >= 2 ? 2 : 1;
+    struct h2d_run runs[2] = {{.index = 0}, {.index = 1}};
+    if (runs_at_once == 1) {
+        h2d_run_copies(&runs[0]);
+    } else {
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 2);
+        pthread_t threads[2];
+        for (int t = 0; t < 2; t++) {
+            runs[t].own_stream = true;
+            runs[t].start = &start;
+            pthread_create(&threads[t], NULL, h2d_run_copies, &runs[t]);
+        }
+        for (int t = 0; t < 2; t++)
+            pthread_join(threads[t], NULL);
+        pthread_barrier_destroy(&start);
+    }
+    for (int t = 0; t < runs_at_once; t++)
+        for (int i = 0; i < 6; i++)
+            printf("%s\n", runs[t].lines[i]);
     return 0;
 }
 
