@@ -9,7 +9,8 @@ static void *ctx_get_current_fn, *event_create_fn, *event_destroy_fn;
 
 CUresult ctx_event_destroy(struct ctx_event *e)
 {
-    CUresult (*destroy)(CUevent) = (CUresult(*)(CUevent))real_driver_symbol_cached(&event_destroy_fn, "cuEventDestroy_v2");
+    CUresult (*destroy)(CUevent) =
+        (CUresult(*)(CUevent))real_driver_symbol_cached(&event_destroy_fn, "cuEventDestroy_v2");
     CUresult r = CUDA_SUCCESS;
     if (e->event)
         r = destroy ? destroy(e->event) : CUDA_ERROR_NOT_FOUND;

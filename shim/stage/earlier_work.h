@@ -2,8 +2,9 @@
  * driver's does, only once the work queued on its stream before it is done. The real driver holds
  * up to 2 MiB of a pageable async H2D in its staging memory and returns at once; a larger one
  * returns only after the stream's earlier work (an H100, driver 580: 2 MiB before, 2.25 MiB after,
- * on every stream kind and 1D or 2D; tests/conformance, streams.async_behind_gate). A program may lean on that wait (reading what an
- * earlier async D2H wrote), so the shim keeps it; its memcpys still overlap that work.
+ * on every stream kind and 1D or 2D; tests/conformance, streams.async_behind_gate). A program may
+ * lean on that wait (reading what an earlier async D2H wrote), so the shim keeps it; its memcpys
+ * still overlap that work.
  * Contract: earlier_work_mark() before the copy's first DMA is queued, earlier_work_wait() after
  * its last; both on the copying thread, outside capture, never in a forked child. The event is the
  * thread's own, kept for the thread's life (one per context it stages in at a time). */
