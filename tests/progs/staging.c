@@ -30,8 +30,8 @@
  *                      after another, each into a buffer just allocated
  *   staging h2d_run  - one thread's sync H2D copies of 16 chunks each on the legacy stream, one after
  *                      another, each from a buffer just allocated and filled (a tensor just computed);
- *                      with H2D_RUN_STREAMS=2, two threads at once, each its async copies (and a
- *                      synchronize after each) on a stream of its own
+ *                      with H2D_RUN_STREAMS=2, async copies on two streams in turn (a copy on one
+ *                      while the other's DMAs still run), both synchronized after each pair
  *   staging slices   - staged copies, then how many threads run with a scheduler slice of
  *                      SLICES_NS (the staging threads under stage_slice_us) and whether this one does;
  *                      (with SLICES_BATCH set, the process runs under SCHED_BATCH from its start)
@@ -41,7 +41,6 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdbool.h>
 #include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -664,69 +663,52 @@ static int scenario_d2h_run(void)
     return 0;
 }
 
-/* One run of h2d_run: on the legacy stream (sync copies), or on a stream of its own. */
-struct h2d_run {
-    int index;
-    bool own_stream;
-    pthread_barrier_t *start;
-    char lines[6][96]; /* printed in order once every run is done */
-};
-
-static void *h2d_run_copies(void *arg)
+/* h2d_run's source i (a buffer just allocated and filled: a tensor just computed). */
+static unsigned char *h2d_run_source(size_t n, int i)
 {
-    struct h2d_run *run = arg;
-    size_t n = 16 * env_size("PINSHIM_STAGE_CHUNK_BYTES", 16u << 20);
-    CHECK(d.ctx_set(ctx));
-    CUstream s = NULL;
-    if (run->own_stream)
-        CHECK(d.stream_create(&s, CU_STREAM_NON_BLOCKING));
-    unsigned char *back = malloc(n);
-    CUdeviceptr dev;
-    CHECK(d.mem_alloc(&dev, n));
-    if (run->start)
-        pthread_barrier_wait(run->start);
-    for (int i = 0; i < 6; i++) {
-        unsigned char *src = malloc(n);
-        test_fill(src, n, 70 + (unsigned)(10 * run->index + i));
-        if (run->own_stream) {
-            CHECK(d.htod_async(dev, src, n, s));
-            CHECK(d.stream_sync(s));
-        } else {
-            CHECK(d.htod(dev, src, n));
-        }
-        CHECK(d.dtoh(back, dev, n));
-        expect_same("h2d run", n, src, back);
-        snprintf(run->lines[i], sizeof run->lines[i], "h2d run %d.%d: %zu bytes, hash %016llx", run->index, i, n,
-                 (unsigned long long)test_hash(back, n));
-        free(src);
-    }
-    CHECK(d.mem_free(dev));
-    free(back);
-    return NULL;
+    unsigned char *src = malloc(n);
+    test_fill(src, n, 70 + (unsigned)i);
+    return src;
+}
+
+static void h2d_run_check(CUdeviceptr dev, unsigned char *src, unsigned char *back, size_t n, int i)
+{
+    CHECK(d.dtoh(back, dev, n));
+    expect_same("h2d run", n, src, back);
+    printf("h2d run %d: %zu bytes, hash %016llx\n", i, n, (unsigned long long)test_hash(back, n));
+    free(src);
 }
 
 static int scenario_h2d_run(void)
 {
-    int runs_at_once = env_size("H2D_RUN_STREAMS", 1) >= 2 ? 2 : 1;
-    struct h2d_run runs[2] = {{.index = 0}, {.index = 1}};
-    if (runs_at_once == 1) {
-        h2d_run_copies(&runs[0]);
-    } else {
-        pthread_barrier_t start;
-        pthread_barrier_init(&start, NULL, 2);
-        pthread_t threads[2];
-        for (int t = 0; t < 2; t++) {
-            runs[t].own_stream = true;
-            runs[t].start = &start;
-            pthread_create(&threads[t], NULL, h2d_run_copies, &runs[t]);
+    size_t n = 16 * env_size("PINSHIM_STAGE_CHUNK_BYTES", 16u << 20);
+    unsigned char *back = malloc(n);
+    CUdeviceptr dev[2];
+    CHECK(d.mem_alloc(&dev[0], n));
+    CHECK(d.mem_alloc(&dev[1], n));
+    if (env_size("H2D_RUN_STREAMS", 1) < 2) {
+        for (int i = 0; i < 6; i++) {
+            unsigned char *src = h2d_run_source(n, i);
+            CHECK(d.htod(dev[0], src, n));
+            h2d_run_check(dev[0], src, back, n, i);
         }
-        for (int t = 0; t < 2; t++)
-            pthread_join(threads[t], NULL);
-        pthread_barrier_destroy(&start);
+    } else {
+        CUstream s[2];
+        CHECK(d.stream_create(&s[0], CU_STREAM_NON_BLOCKING));
+        CHECK(d.stream_create(&s[1], CU_STREAM_NON_BLOCKING));
+        for (int i = 0; i < 6; i += 2) {
+            unsigned char *src[2] = {h2d_run_source(n, i), h2d_run_source(n, i + 1)};
+            for (int k = 0; k < 2; k++)
+                CHECK(d.htod_async(dev[k], src[k], n, s[k]));
+            for (int k = 0; k < 2; k++) {
+                CHECK(d.stream_sync(s[k]));
+                h2d_run_check(dev[k], src[k], back, n, i + k);
+            }
+        }
     }
-    for (int t = 0; t < runs_at_once; t++)
-        for (int i = 0; i < 6; i++)
-            printf("%s\n", runs[t].lines[i]);
+    CHECK(d.mem_free(dev[0]));
+    CHECK(d.mem_free(dev[1]));
+    free(back);
     return 0;
 }
 
