@@ -185,10 +185,12 @@ PY
     grep -E '^cupy_copy +- .*skipped: cupy not importable' "$WORK/out.txt"
     grep -E '^jax_copy +- .*skipped: jax not importable' "$WORK/out.txt"
     tail -n 1 "$WORK/out.txt" | grep -E '^RESULT: ok: .*14 skipped'
-    # the step's phase split (a diagnostic, not a row) skips the same way
-    run python3 "$ROOT/tests/bench/workloads/train_phases.py"
-    [ "$status" -eq 0 ]
-    [ "$output" = '{"workload": "train_phases", "skipped": "torch not importable (No module named '"'torch'"')"}' ]
+    # the scripts for compare_builds.py (diagnostics, not rows) skip the same way
+    for name in train_phases torch_fresh_d2h torch_pinned_after_staging torch_pinned_after_idle; do
+        run python3 "$ROOT/tests/bench/workloads/$name.py"
+        [ "$status" -eq 0 ]
+        [ "$output" = '{"workload": "'"$name"'", "skipped": "torch not importable (No module named '"'torch'"')"}' ]
+    done
 }
 
 @test "workloads: the C loop (guard_cost.c) against the fake driver, ns per iteration and shim - no shim" {

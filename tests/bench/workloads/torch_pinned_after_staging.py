@@ -1,0 +1,81 @@
+"""torch_pinned_after_staging.py: why a large pinned copy reads slower in a process that staged just before
+(a diagnostic for compare_builds.py, not a row of the suite). One 64 MiB pinned H2D .to(cuda)-style copy
+(d.copy_(p, non_blocking=True)), 30 times after one warm-up, timed on the GPU (CUDA events around the
+copy, so the call's own cost is not in it): before a staging phase (torch_fresh.py's 4 MiB x 30, 64 MiB
+x 8, 1 GiB x 3 fresh pageable tensors .to(cuda)), right after it from the same pinned tensor
+(early_pinned: its pages were placed before the phase) and from one pinned after it (new_pinned), and
+both again after 3 s of sleep. Metrics: ms per copy (median). Notes: every copy's time and the CPU
+ticks each thread of the process used meanwhile. Digest: the copy as it arrived."""
+import os
+import time
+
+import wl
+
+NAME = "torch_pinned_after_staging"
+MiB = 1 << 20
+WORDS = 16 * MiB  # 64 MiB of float32
+STAGING_PHASE = [(4 * MiB, 30), (64 * MiB, 8), (1024 * MiB, 3)]  # three of torch_fresh.py's sizes, as many copies
+
+torch, dev, sync = wl.torch_or_skip(NAME)
+rep = wl.Report(NAME)
+pattern = torch.arange(4096, dtype=torch.float32)
+early = wl.torch_pinned_empty(torch, WORDS, torch.float32)
+early.copy_(pattern.repeat(WORDS // 4096))
+d = torch.empty(WORDS, dtype=torch.float32, device=dev)
+s = torch.cuda.current_stream()
+
+
+def threads_cpu():
+    """{"TID:name": utime + stime in clock ticks} for every thread of this process."""
+    out = {}
+    for t in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/stat" % t) as stat:
+                f = stat.read()
+            name = f[f.index("(") + 1:f.rindex(")")]
+            rest = f[f.rindex(")") + 2:].split()
+            out[t + ":" + name] = int(rest[11]) + int(rest[12])
+        except OSError:
+            pass
+    return out
+
+
+def gpu_times(p, key):
+    """The metric `key`: 30 copies of p into d, each timed on the GPU, after one warm-up copy."""
+    before = threads_cpu()
+    g = []
+    for i in range(31):
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        sync()
+        e0.record(s)
+        d.copy_(p, non_blocking=True)
+        e1.record(s)
+        sync()
+        if i:
+            g.append(e0.elapsed_time(e1))
+    after = threads_cpu()
+    busy = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0) > 0}
+    rep.notes[key + "_busy_ticks"] = busy
+    rep.notes[key + "_ms"] = [round(x, 4) for x in g]
+    rep.metric(key, key, wl.median(g), "ms", "same", True)
+    rep.part(key, wl.torch_collect(torch, wl.torch_sums(torch, d)))
+
+
+gpu_times(early, "before_stage")
+for nbytes, iters in STAGING_PHASE:
+    base = pattern.repeat(nbytes // 4 // 4096)
+    for i in range(1 + iters):
+        x = base + i
+        y = x.to(dev)
+        sync()
+        del x, y
+    del base
+late = wl.torch_pinned_empty(torch, WORDS, torch.float32)
+late.copy_(pattern.repeat(WORDS // 4096))
+gpu_times(early, "early_pinned")
+gpu_times(late, "new_pinned")
+time.sleep(3)
+gpu_times(early, "early_after_3s")
+gpu_times(late, "new_after_3s")
+rep.emit()
