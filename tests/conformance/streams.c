@@ -175,7 +175,9 @@ void case_streams_async_behind_gate(void)
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         size_t n = checks[i].bytes;
         struct test_driver *drv = checks[i].on == GS_PER_THREAD ? &pt : &d;
-        CUstream s = checks[i].on == GS_CREATED ? created : checks[i].on == GS_LEGACY ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD;
+        const CUstream streams[] = {[GS_CREATED] = created, [GS_LEGACY] = CU_STREAM_LEGACY,
+                                    [GS_PER_THREAD] = CU_STREAM_PER_THREAD};
+        CUstream s = streams[checks[i].on];
         unsigned char *src = malloc(n);
         CUdeviceptr dev;
         if (!src)

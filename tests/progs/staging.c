@@ -685,7 +685,6 @@ static int scenario_h2d_run(void)
     unsigned char *back = malloc(n);
     CUdeviceptr dev[2];
     CHECK(d.mem_alloc(&dev[0], n));
-    CHECK(d.mem_alloc(&dev[1], n));
     if (env_size("H2D_RUN_STREAMS", 1) < 2) {
         for (int i = 0; i < 6; i++) {
             unsigned char *src = h2d_run_source(n, i);
@@ -694,6 +693,7 @@ static int scenario_h2d_run(void)
         }
     } else {
         CUstream s[2];
+        CHECK(d.mem_alloc(&dev[1], n));
         CHECK(d.stream_create(&s[0], CU_STREAM_NON_BLOCKING));
         CHECK(d.stream_create(&s[1], CU_STREAM_NON_BLOCKING));
         for (int i = 0; i < 6; i += 2) {
@@ -705,9 +705,11 @@ static int scenario_h2d_run(void)
                 h2d_run_check(dev[k], src[k], back, n, i + k);
             }
         }
+        for (int k = 0; k < 2; k++)
+            CHECK(d.stream_destroy(s[k]));
+        CHECK(d.mem_free(dev[1]));
     }
     CHECK(d.mem_free(dev[0]));
-    CHECK(d.mem_free(dev[1]));
     free(back);
     return 0;
 }
