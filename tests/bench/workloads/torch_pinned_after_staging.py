@@ -4,9 +4,14 @@
 copy, so the call's own cost is not in it): before a staging phase (torch_fresh.py's 4 MiB x 30, 64 MiB
 x 8, 1 GiB x 3 fresh pageable tensors .to(cuda)), right after it from the same pinned tensor
 (early_pinned: its pages were placed before the phase) and from one pinned after it (new_pinned), and
-both again after 3 s of sleep. Metrics: ms per copy (median). Notes: every copy's time and the CPU
-ticks each thread of the process used meanwhile. Digest: the copy as it arrived."""
+both again after 3 s of sleep. With --windows, instead of those four: the copy from the tensor pinned
+before the phase, back to back for 3 s from the phase's end, each copy counted in the window of time
+since that end it started in (0-20, 20-100, 100-500, 500-3000 ms), one metric per window: how the
+loss fades without the sleep that itself moves this DMA (torch_pinned_after_idle.py). Metrics: ms per
+copy (median). Notes: every copy's time and the CPU ticks each thread of the process used meanwhile.
+Digest: the copy as it arrived."""
 import os
+import sys
 import time
 
 import wl
@@ -15,6 +20,7 @@ NAME = "torch_pinned_after_staging"
 MiB = 1 << 20
 WORDS = 16 * MiB  # 64 MiB of float32
 STAGING_PHASE = [(4 * MiB, 30), (64 * MiB, 8), (1024 * MiB, 3)]  # three of torch_fresh.py's sizes, as many copies
+WINDOWS_MS = [20, 100, 500, 3000]  # --windows: each window ends here, the first starts at the phase's end
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 rep = wl.Report(NAME)
@@ -40,26 +46,56 @@ def threads_cpu():
     return out
 
 
+def gpu_time(p):
+    """One copy of p into d, timed on the GPU (ms), the stream idle before it and after."""
+    e0 = torch.cuda.Event(enable_timing=True)
+    e1 = torch.cuda.Event(enable_timing=True)
+    sync()
+    e0.record(s)
+    d.copy_(p, non_blocking=True)
+    e1.record(s)
+    sync()
+    return e0.elapsed_time(e1)
+
+
+def note_busy(key, before):
+    """Note the CPU ticks each thread used since `before` (threads_cpu())."""
+    after = threads_cpu()
+    rep.notes[key + "_busy_ticks"] = {k: after[k] - before.get(k, 0) for k in after
+                                      if after[k] - before.get(k, 0) > 0}
+
+
+def report(key, times):
+    """The metric `key` (the median of times), every copy's time, and the copy's digest."""
+    rep.notes[key + "_ms"] = [round(x, 4) for x in times]
+    rep.metric(key, key, wl.median(times), "ms", "same", True)
+    rep.part(key, wl.torch_collect(torch, wl.torch_sums(torch, d)))
+
+
 def gpu_times(p, key):
     """The metric `key`: 30 copies of p into d, each timed on the GPU, after one warm-up copy."""
     before = threads_cpu()
-    g = []
-    for i in range(31):
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        sync()
-        e0.record(s)
-        d.copy_(p, non_blocking=True)
-        e1.record(s)
-        sync()
-        if i:
-            g.append(e0.elapsed_time(e1))
-    after = threads_cpu()
-    busy = {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0) > 0}
-    rep.notes[key + "_busy_ticks"] = busy
-    rep.notes[key + "_ms"] = [round(x, 4) for x in g]
-    rep.metric(key, key, wl.median(g), "ms", "same", True)
-    rep.part(key, wl.torch_collect(torch, wl.torch_sums(torch, d)))
+    gpu_time(p)
+    times = [gpu_time(p) for _ in range(30)]
+    note_busy(key, before)
+    report(key, times)
+
+
+def windows(p, start):
+    """One metric per window of WINDOWS_MS: copies of p back to back from `start` (perf_counter) for
+    the last window's end, each in the window its start fell in."""
+    before = threads_cpu()
+    times = [[] for _ in WINDOWS_MS]
+    while True:
+        at = (time.perf_counter() - start) * 1e3
+        if at >= WINDOWS_MS[-1]:
+            break
+        times[next(i for i, end in enumerate(WINDOWS_MS) if at < end)].append(gpu_time(p))
+    note_busy("windows", before)
+    low = 0
+    for end, got in zip(WINDOWS_MS, times):
+        report("window_%d_%d" % (low, end), got)
+        low = end
 
 
 gpu_times(early, "before_stage")
@@ -71,6 +107,10 @@ for nbytes, iters in STAGING_PHASE:
         sync()
         del x, y
     del base
+if "--windows" in sys.argv[1:]:
+    windows(early, time.perf_counter())
+    rep.emit()
+    sys.exit(0)
 late = wl.torch_pinned_empty(torch, WORDS, torch.float32)
 late.copy_(pattern.repeat(WORDS // 4096))
 gpu_times(early, "early_pinned")
