@@ -172,11 +172,11 @@ void case_streams_async_behind_gate(void)
     };
     CUstream created;
     NEED(d.stream_create(&created, CU_STREAM_NON_BLOCKING)); /* nothing else waits for it */
+    const CUstream streams[] = {[GS_CREATED] = created, [GS_LEGACY] = CU_STREAM_LEGACY,
+                                [GS_PER_THREAD] = CU_STREAM_PER_THREAD};
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         size_t n = checks[i].bytes;
         struct test_driver *drv = checks[i].on == GS_PER_THREAD ? &pt : &d;
-        const CUstream streams[] = {[GS_CREATED] = created, [GS_LEGACY] = CU_STREAM_LEGACY,
-                                    [GS_PER_THREAD] = CU_STREAM_PER_THREAD};
         CUstream s = streams[checks[i].on];
         unsigned char *src = malloc(n);
         CUdeviceptr dev;

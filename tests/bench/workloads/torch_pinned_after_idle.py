@@ -25,28 +25,16 @@ d = torch.empty(WORDS, dtype=torch.float32, device=dev)
 s = torch.cuda.current_stream()
 modes = {"after_op": [], "op_then_quiet": [], "after_fresh_copy": [], "fresh_copy_then_quiet": []}
 
-
-def one():
-    """One copy of p into d, its GPU time in ms."""
-    e0 = torch.cuda.Event(enable_timing=True)
-    e1 = torch.cuda.Event(enable_timing=True)
-    e0.record(s)
-    d.copy_(p, non_blocking=True)
-    e1.record(s)
-    sync()
-    return e0.elapsed_time(e1)
-
-
 for r in range(1 + ROUNDS):
     for m in modes:
         x = base + r
-        if m.startswith("after_fresh") or m.startswith("fresh"):
+        if "fresh" in m:
             y = x.to(dev)
             sync()
             del y
         if m.endswith("quiet"):
             time.sleep(QUIET_S)
-        t = one()
+        t = wl.torch_gpu_ms(torch, s, sync, lambda: d.copy_(p, non_blocking=True))
         if r:
             modes[m].append(t)
         del x

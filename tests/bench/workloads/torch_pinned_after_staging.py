@@ -8,9 +8,8 @@ both again after 3 s of sleep. With --windows, instead of those four: the copy f
 before the phase, back to back for 3 s from the phase's end, each copy counted in the window of time
 since that end it started in (0-20, 20-100, 100-500, 500-3000 ms), one metric per window: how the
 loss fades without the sleep that itself moves this DMA (torch_pinned_after_idle.py). Metrics: ms per
-copy (median). Notes: every copy's time and the CPU ticks each thread of the process used meanwhile.
+copy (median). Notes: every copy's time and the CPU time each thread of the process used meanwhile.
 Digest: the copy as it arrived."""
-import os
 import sys
 import time
 
@@ -31,38 +30,20 @@ d = torch.empty(WORDS, dtype=torch.float32, device=dev)
 s = torch.cuda.current_stream()
 
 
-def threads_cpu():
-    """{"TID:name": utime + stime in clock ticks} for every thread of this process."""
-    out = {}
-    for t in os.listdir("/proc/self/task"):
-        try:
-            with open("/proc/self/task/%s/stat" % t) as stat:
-                f = stat.read()
-            name = f[f.index("(") + 1:f.rindex(")")]
-            rest = f[f.rindex(")") + 2:].split()
-            out[t + ":" + name] = int(rest[11]) + int(rest[12])
-        except OSError:
-            pass
-    return out
-
-
 def gpu_time(p):
     """One copy of p into d, timed on the GPU (ms), the stream idle before it and after."""
-    e0 = torch.cuda.Event(enable_timing=True)
-    e1 = torch.cuda.Event(enable_timing=True)
     sync()
-    e0.record(s)
-    d.copy_(p, non_blocking=True)
-    e1.record(s)
-    sync()
-    return e0.elapsed_time(e1)
+    return wl.torch_gpu_ms(torch, s, sync, lambda: d.copy_(p, non_blocking=True))
 
 
 def note_busy(key, before):
-    """Note the CPU ticks each thread used since `before` (threads_cpu())."""
-    after = threads_cpu()
-    rep.notes[key + "_busy_ticks"] = {k: after[k] - before.get(k, 0) for k in after
-                                      if after[k] - before.get(k, 0) > 0}
+    """Note the CPU time (us) each thread used since `before` (wl.thread_cpu_ns()), by "TID:name"."""
+    used = {}
+    for tid, (name, ns) in wl.thread_cpu_ns().items():
+        us = (ns - before.get(tid, (name, 0))[1]) // 1000
+        if us > 0:
+            used["%s:%s" % (tid, name)] = us
+    rep.notes[key + "_busy_us"] = used
 
 
 def report(key, times):
@@ -74,7 +55,7 @@ def report(key, times):
 
 def gpu_times(p, key):
     """The metric `key`: 30 copies of p into d, each timed on the GPU, after one warm-up copy."""
-    before = threads_cpu()
+    before = wl.thread_cpu_ns()
     gpu_time(p)
     times = [gpu_time(p) for _ in range(30)]
     note_busy(key, before)
@@ -84,7 +65,7 @@ def gpu_times(p, key):
 def windows(p, start):
     """One metric per window of WINDOWS_MS: copies of p back to back from `start` (perf_counter) for
     the last window's end, each in the window its start fell in."""
-    before = threads_cpu()
+    before = wl.thread_cpu_ns()
     times = [[] for _ in WINDOWS_MS]
     while True:
         at = (time.perf_counter() - start) * 1e3

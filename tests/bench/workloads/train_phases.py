@@ -33,20 +33,6 @@ def control_us():
     return (time.perf_counter_ns() - t0) / 1e3
 
 
-def thread_cpu_ns():
-    """{tid: (name, ns on a CPU)} of this process's threads (/proc/self/task/*/schedstat)."""
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open("/proc/self/task/%s/comm" % tid) as f:
-                name = f.read().strip()
-            with open("/proc/self/task/%s/schedstat" % tid) as f:
-                out[tid] = (name, int(f.read().split()[0]))
-        except (OSError, ValueError, IndexError):  # a thread that ended, or no schedstat
-            pass
-    return out
-
-
 def allocator_counters():
     """alloc_count.c's two counters, when that library is preloaded, else None."""
     try:
@@ -70,7 +56,7 @@ step, _model = wl.torch_mlp_step(torch, dev, False, mark=lambda phase: marks.app
 times = {k: [] for k in PHASES + ("step", "control", "step_per_control")}
 for n in range(WARMUP + TIMED):
     if n == WARMUP:
-        faults0, threads0 = minor_faults(), thread_cpu_ns()
+        faults0, threads0 = minor_faults(), wl.thread_cpu_ns()
         allocs0 = counters() if counters else None
     del marks[:]
     t0 = time.perf_counter_ns()
@@ -87,7 +73,7 @@ for n in range(WARMUP + TIMED):
     times["step_per_control"].append(total / control)
 faults = (minor_faults() - faults0) / TIMED
 allocs1 = counters() if counters else None
-threads1, main = thread_cpu_ns(), str(os.getpid())
+threads1, main = wl.thread_cpu_ns(), str(os.getpid())
 others = {"shim": 0, "other": 0}
 for tid, (name, ns) in threads1.items():
     if tid != main:

@@ -84,6 +84,32 @@ def timed(fn, sync, iters):
     return out
 
 
+def torch_gpu_ms(torch, stream, sync, fn):
+    """Runs fn() between two CUDA events recorded on stream, synchronizes, and returns the GPU time
+    between the events in ms (fn's host-side cost is not in it unless the GPU waited for it)."""
+    e0 = torch.cuda.Event(enable_timing=True)
+    e1 = torch.cuda.Event(enable_timing=True)
+    e0.record(stream)
+    fn()
+    e1.record(stream)
+    sync()
+    return e0.elapsed_time(e1)
+
+
+def thread_cpu_ns():
+    """{tid: (name, ns on a CPU)} of this process's threads (/proc/self/task/*/schedstat)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                name = f.read().strip()
+            with open("/proc/self/task/%s/schedstat" % tid) as f:
+                out[tid] = (name, int(f.read().split()[0]))
+        except (OSError, ValueError, IndexError):  # a thread that ended, or no schedstat
+            pass
+    return out
+
+
 def cpu_test_mode():
     return os.environ.get("BENCH_WL_CPU") == "1"
 
