@@ -20,8 +20,11 @@ pin_memory=True, 6 forked workers, 64 images of 3 x 224 x 224 float32 to a batch
 .to("cuda", non_blocking=True) (LOADER_BATCHES a block: the pipeline's throughput as the program
 sees it, its pin-memory thread included; the workers were forked before the first block and keep
 the state they were forked with, so their share, the allocation hooks of a forked child, is not in
-it). While forwarding, the switch also stops the allocation hooks from tracking new allocations,
-so the last three rows see their allocations' cost as well.
+it); jax.device_put of a 128 MiB numpy array made just before it, until the data is on the device
+(tests/bench/workloads/jax_copy.py's, one a block; JAX is imported for this row only, after the
+others, and the row says why when it cannot run). While forwarding, the switch also stops the
+allocation hooks from tracking new allocations, so the rows that allocate see that cost as well
+(the JAX row's array is made inside its block, outside its timing).
 
 Blocks are short (--ops operations each, default 100: about a millisecond): this host's CPU speed
 flips between two levels some 20 % apart every few tens of milliseconds (a pure-Python control
@@ -48,6 +51,7 @@ FRESH_BYTES = 1 << 20
 LOADER_BATCHES = 6  # DataLoader batches a block, one per worker (each 13-18 ms on H100 hosts): with 2 a
 # block, the batches' uneven arrival spread the paired differences by +-4 ms (2 processes, H100)
 LOADER_WARMUP = 12  # batches before the first block: the workers' start
+JAX_WORDS = 32 << 20  # jax_copy.py's array: 128 MiB of float32
 
 
 def main():
@@ -84,6 +88,7 @@ def main():
     next_batches = loader_batches(torch, dev, LOADER_WARMUP + (3 + 4 * loader_groups) * LOADER_BATCHES)
 
     turn = [0]
+    jax_put = None  # the JAX row's block, made (jax_device_put) only when that row runs
 
     def next_slice(tensors):
         """The next ops tensors of the 1000, round the list: each block copies other tensors."""
@@ -139,6 +144,7 @@ def main():
                  ("MLP step", lambda: timed(step, 1), args.groups),
                  ("graph-replayed step", lambda: timed(graph_step, 1), args.groups),
                  ("DataLoader pinned", lambda: timed(next_batches, LOADER_BATCHES), loader_groups),
+                 ("jax device_put", lambda: jax_put(), loader_groups),
                  ("control (no CUDA)", lambda: timed(control, ops), args.groups))
     print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
                                              "mean +- 2 se", "ratio"))
@@ -147,10 +153,13 @@ def main():
         sys.exit("inprocess_ab.py: no row's name holds %r; the rows: %s" % (args.only, ", ".join(w[0] for w in workloads)))
     if graph_failed:
         chosen = [w for w in chosen if w[0] != "graph-replayed step"]
-        print("graph-replayed step: not measured: %s" % graph_failed)
-        if args.json:
-            print(json.dumps({"inprocess": None, "row": "graph-replayed step", "skipped": graph_failed}))
+        not_measured(args, "graph-replayed step", graph_failed)
     for name, fn, groups in chosen:
+        if name == "jax device_put":  # JAX imported only now, after the PyTorch rows
+            jax_put, why = jax_device_put()
+            if why:
+                not_measured(args, name, why)
+                continue
         for _ in range(3):
             block(fn, True)
         fwd, obs, diffs = [], [], []
@@ -192,6 +201,37 @@ def loader_batches(torch, dev, total):
             y.to(dev, non_blocking=True)
     take(LOADER_WARMUP)
     return lambda: take(LOADER_BATCHES)
+
+
+def jax_device_put():
+    """(put, None): a block of the JAX row, put() -> (seconds, 1): a fresh 128 MiB numpy array made,
+    then jax.device_put of it timed until the data is on the device; (None, why) without JAX's GPU
+    backend. Called after the PyTorch rows: JAX's client starts threads and takes device memory."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # as jax_copy.py: no 75 % of the GPU
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        import numpy as np
+        import jax
+    except ImportError as e:
+        return None, "jax not importable (%s)" % e
+    if jax.default_backend() not in ("gpu", "cuda"):
+        return None, "jax %s has no GPU backend (default backend: %s)" % (jax.__version__, jax.default_backend())
+    base = np.tile(np.arange(4096, dtype=np.float32), JAX_WORDS // 4096)
+    turn = [0]
+
+    def put():
+        turn[0] += 1
+        x = base + np.float32(turn[0])
+        t = time.perf_counter()
+        jax.device_put(x).block_until_ready()
+        return time.perf_counter() - t, 1
+    return put, None
+
+
+def not_measured(args, row, why):
+    print("%s: not measured: %s" % (row, why))
+    if args.json:
+        print(json.dumps({"inprocess": None, "row": row, "skipped": why}))
 
 
 def nothing_measured(args, why):

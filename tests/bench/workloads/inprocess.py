@@ -5,7 +5,7 @@ The same small operations read 10-30 % apart from one fresh process to the next 
 speed, placement), a hundred times the 1 % bound; inside one process the shim's benchmark switch
 (pinshim_bench_observe) flips its wrappers between observing and forwarding every call untouched,
 block by block, and paired blocks give the difference (tests/bench/inprocess_ab.py for PyTorch's
-.item(), 4 KB copies and events; tests/bench/observe_ab.c for the C loop). Each of N fresh processes
+.item(), 4 KB copies and events, and for jax.device_put; tests/bench/observe_ab.c for the C loop). Each of N fresh processes
 runs both; a row pools them: the mean of the processes' median differences, with two standard
 errors (the larger of the pooled within-process error of each median, from its quartiles, and the
 spread between the processes' medians). Medians, not means: a block now and then takes
@@ -38,6 +38,7 @@ ROWS = [
     ("MLP step", "torch: MLP training step (torch_train.py's), fresh pageable batch", "share"),
     ("graph-replayed step", "torch: the same step replayed from a CUDA graph (torch_train.py --graph's)", "share"),
     ("DataLoader pinned", "torch: DataLoader batch, 6 workers, pin_memory=True (torch_dataloader.py's)", "share"),
+    ("jax device_put", "jax: jax.device_put of a fresh 128 MiB numpy array (jax_copy.py's)", "share"),
     ("control (no CUDA)", "control: pure Python in the same blocks (should read 0)", "zero"),
     ("C loop", "C: 4-byte cuMemcpyDtoHAsync into pinned + cuStreamSynchronize", "ns"),
 ]

@@ -737,8 +737,8 @@ def versions_line(ctx):
     return "# versions: " + (", ".join("%s %s" % kv for kv in sorted(seen.items())) or "none seen")
 
 
-INPROCESS_EST_S = 57.0  # one process of inprocess_ab.py and observe_ab (an H100 instance, 2026-11-27: 3 processes
-# and a C-loop pair in 3m02s, the DataLoader row with a third of the groups)
+INPROCESS_EST_S = 75.0  # one process of inprocess_ab.py and observe_ab (an H200 instance, 2026-11-28: 3 processes
+# and a C-loop pair in 3m46s, the DataLoader and JAX rows with a third of the groups)
 
 
 def plan_line(ctx, workloads):
