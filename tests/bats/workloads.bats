@@ -291,9 +291,9 @@ PY
     grep -E '^FAIL fake_crash: shim run 3: exit status 3' "$WORK/out.txt"
 }
 
-@test "workloads harness: --merge refuses folders of other builds, GPUs, sides or settings, unreadable ones, and an --out among them" {
+@test "workloads harness: --merge refuses folders of other builds, GPUs, sides or settings, unreadable ones, a run twice, and an --out among them" {
     harness --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/a"
-    cp -r "$WORK/a" "$WORK/b"
+    harness --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/b"
     sed -i 's/built from [^"]*"/built from 0000000"/' "$WORK/b/summary.json"
     harness --merge "$WORK/a" "$WORK/b"
     [ "$(cat "$WORK/rc")" = 2 ]
@@ -308,6 +308,17 @@ PY
     harness --merge "$WORK/a" "$WORK/b"
     [ "$(cat "$WORK/rc")" = 0 ]
     grep -E '^# machine: GPU 0: NVIDIA H100 80GB HBM3 \(2 instances\); [0-9]+ cores$' "$WORK/out.txt"
+    # a merged folder merges again, its instances counted; a run found in two folders is refused
+    harness --merge "$WORK/a" "$WORK/b" --out "$WORK/ab"
+    harness --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/g"
+    sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-g)/" "$WORK/g/summary.json"
+    harness --merge "$WORK/ab" "$WORK/g"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E "^# pinshim real-workload benchmarks, .*: 3 pairs merged from $WORK/ab \(2\), $WORK/g \(1\)$" "$WORK/out.txt"
+    grep -E '^# machine: GPU 0: NVIDIA H100 80GB HBM3 \(3 instances\); [0-9]+ cores$' "$WORK/out.txt"
+    harness --merge "$WORK/ab" "$WORK/a"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -E "^run.py: --merge: $WORK/a: its (noshim|shim|guard) run of fake_same \(pair 1\) is also in $WORK/ab: a folder given twice" "$WORK/out.txt"
     sed -i 's/H100 80GB HBM3/H200/' "$WORK/b/summary.json"
     harness --merge "$WORK/a" "$WORK/b"
     [ "$(cat "$WORK/rc")" = 2 ]

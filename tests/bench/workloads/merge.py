@@ -9,7 +9,10 @@ in-process samples pooled (each process counts once, whichever folder it came fr
 Folders are merged only when they measured the same thing: the same library (its build commit and
 size), the same GPU model, the same sides and the same shim settings from the environment; the
 instances may differ (each pair ran its sides on one machine). Anything else, or a folder that
-cannot be read, is a MergeError naming the folder and what was expected. Standard library only."""
+cannot be read, is a MergeError naming the folder and what was expected; so is a run found in two
+folders (one folder given twice, or a merged folder with one it was merged from: its pairs would
+count twice). A merged folder merges again: its summary lists the instances its runs came from.
+Standard library only."""
 import json
 import os
 import re
@@ -38,14 +41,37 @@ def identity(header):
     return {
         "library": "%s, %s bytes" % (re.sub(r"^.*, (built from |build commit unknown)", r"\1", shim),
                                      size.group(1) if size else "?"),
-        "GPU": re.sub(r"^GPU \d+: | \(UUID: [^)]*\)", "", machine.split(";")[0]),
+        "GPU": re.sub(r"^GPU \d+: | \((UUID: [^)]*|\d+ instances)\)", "", machine.split(";")[0]),
         "sides": sides.split(";")[0],
         "shim settings from the environment": sides.split("shim settings from the environment:")[-1].strip(),
     }
 
 
+def instances(summary, folder):
+    """The machine instances a folder's runs came from: its summary's list (run.py writes one, a merge
+    the union of its folders'), else, from an older run.py, its header's machine line, or for a
+    merged folder's "(N instances)" N names of its own (the instances' ids are not kept there)."""
+    listed = summary.get("instances")
+    if isinstance(listed, list) and listed and all(isinstance(m, str) for m in listed):
+        return listed
+    machine = header_field(summary["header"], "# machine:")
+    n = re.search(r"\((\d+) instances\)", machine)
+    if n:
+        return ["%s: instance %d of %s" % (folder, k, n.group(1)) for k in range(1, int(n.group(1)) + 1)]
+    return [machine]
+
+
+def run_identity(run):
+    """What tells a run apart from every other: its start time (run.py records it), or, in a folder of
+    an older run.py, the whole record less its pair and folder (timings to the microsecond)."""
+    if isinstance(run.get("started"), (int, float)):
+        return "started %r" % run["started"]
+    return json.dumps({k: v for k, v in run.items() if k not in ("pair", "folder")}, sort_keys=True)
+
+
 def load_folder(folder):
-    """(header lines, runs, in-process part or None) of one --out folder."""
+    """(summary, runs) of one --out folder: the summary's header and in-process part as run.py wrote
+    them, its instances (instances()) under "instances"."""
     summary_path, runs_path = os.path.join(folder, "summary.json"), os.path.join(folder, "runs.jsonl")
     for path in (summary_path, runs_path):
         if not os.path.isfile(path):
@@ -72,19 +98,23 @@ def load_folder(folder):
             runs.append(run)
     if not runs:
         raise MergeError("%s: no runs" % runs_path)
-    return summary["header"], runs, summary.get("inprocess")
+    return dict(summary, instances=instances(summary, folder)), runs
 
 
 def merge(folders):
     """{"header": the first folder's header lines (with the number of instances when they differ),
     "runs": every run with pairs numbered on, "inprocess": pooled rows, problems and samples (None
-    when no folder measured them), "notes": what the reader should know, "folders": [(folder, pairs)]}."""
+    when no folder measured them), "notes": what the reader should know, "folders": [(folder, pairs)],
+    "instances": the machine instances of every folder (a merged folder's own, so that merging it
+    again counts them right)}."""
     merged = {"runs": [], "notes": [], "folders": [], "inprocess": None}
     first_id = None
     samples, problems, pooled_from = {}, [], 0
     machines = set()
+    seen = {}  # each run's identity -> the folder it came from
     for folder in folders:
-        header, runs, inproc = load_folder(folder)
+        summary, runs = load_folder(folder)
+        header, inproc = summary["header"], summary.get("inprocess")
         ident = identity(header)
         if first_id is None:
             first_id, merged["header"] = ident, header
@@ -93,9 +123,15 @@ def merge(folders):
                 raise MergeError("%s: %s %s, where %s had %s: merge only runs of one build, GPU model, sides "
                                  "and settings" % (folder, what, value or "(none)", folders[0],
                                                    first_id[what] or "(none)"))
-        machines.add(header_field(header, "# machine:"))
+        machines.update(summary["instances"])
         offset = max([r["pair"] for r in merged["runs"]] or [0])
         for r in runs:
+            key = run_identity(r)
+            if key in seen:
+                raise MergeError("%s: its %s run of %s (pair %d) is also in %s: a folder given twice, or a merged "
+                                 "folder with one it was merged from" % (folder, r["side"], r["workload"], r["pair"],
+                                                                          seen[key]))
+            seen[key] = folder
             merged["runs"].append(dict(r, pair=r["pair"] + offset, folder=folder))
         merged["folders"].append((folder, max(r["pair"] for r in runs)))
         if inproc:
@@ -107,8 +143,9 @@ def merge(folders):
             elif inproc.get("rows"):
                 merged["notes"].append("%s: in-process rows without their samples (an older run.py): not pooled"
                                        % folder)
+    merged["instances"] = sorted(machines)
     if len(machines) > 1:  # instances of one model: the header names how many, not the first one's id
-        merged["header"] = [re.sub(r" \(UUID: [^)]*\)", " (%d instances)" % len(machines), h)
+        merged["header"] = [re.sub(r" \((UUID: [^)]*|\d+ instances)\)", " (%d instances)" % len(machines), h)
                             if h.startswith("# machine:") else h for h in merged["header"]]
     if samples or problems:
         merged["inprocess"] = {"rows": inprocess.rows_from(samples), "problems": problems, "samples": samples}

@@ -228,7 +228,8 @@ def tail(text, n):
 
 def run_one(ctx, w, side, pair):
     rec = {"workload": w.name, "side": side, "pair": pair, "status": None, "rc": None, "wall_s": None,
-           "metrics": [], "digest": None, "skipped": None, "error": None, "notes": {}, "shim_summary": None}
+           "metrics": [], "digest": None, "skipped": None, "error": None, "notes": {}, "shim_summary": None,
+           "started": round(time.time(), 6)}  # when it began: also what tells it apart (merge.py)
     if w.c_loop and not ctx.c_binary:
         rec.update(status="skipped", skipped="cannot build tests/bench/guard_cost.c: %s" % ctx.c_build_error)
         return rec
@@ -663,8 +664,9 @@ def write_outputs(ctx, head, report, text, markdown_table, foot):
     with open(os.path.join(ctx.out, "table.md"), "w") as f:
         f.write("\n".join(md))
     with open(os.path.join(ctx.out, "summary.json"), "w") as f:
-        json.dump({"header": head, "workloads": report, "footer": foot, "inprocess": ctx.inprocess}, f, indent=1,
-                  sort_keys=True)
+        instances = ctx.merged["instances"] if ctx.merged else [merge.header_field(head, "# machine:")]
+        json.dump({"header": head, "workloads": report, "footer": foot, "inprocess": ctx.inprocess,
+                   "instances": instances}, f, indent=1, sort_keys=True)
         f.write("\n")
 
 
