@@ -20,6 +20,13 @@ harness() {
     cat "$WORK/out.txt"
 }
 
+# fake_folder NAME UUID: one pair of fake_same (every side) into $WORK/NAME, as if run on an H100
+# whose GPU UUID is UUID.
+fake_folder() {
+    harness --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/$1"
+    sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: $2)/" "$WORK/$1/summary.json"
+}
+
 @test "workloads harness: medians, spreads, ratios and bound checks of each side, table last" {
     harness --fake --pairs 3 --out "$WORK/res"
     [ "$(cat "$WORK/rc")" = 1 ] # the stand-ins include a mismatch, a crash and a one-sided skip
@@ -292,17 +299,14 @@ PY
 }
 
 @test "workloads harness: --merge refuses folders of other builds, GPUs, sides or settings, unreadable ones, a run twice, and an --out among them" {
-    harness --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/a"
-    harness --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/b"
+    fake_folder a GPU-a
+    fake_folder b GPU-b
     sed -i 's/built from [^"]*"/built from 0000000"/' "$WORK/b/summary.json"
     harness --merge "$WORK/a" "$WORK/b"
     [ "$(cat "$WORK/rc")" = 2 ]
     grep -F "run.py: --merge: $WORK/b: library built from 0000000" "$WORK/out.txt"
     grep -F "where $WORK/a had built from" "$WORK/out.txt"
     # another instance of one GPU model merges; another model does not
-    for f in a b; do
-        sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-$f)/" "$WORK/$f/summary.json"
-    done
     cp "$WORK/a/summary.json" "$WORK/b/summary.json"
     sed -i 's/GPU-a/GPU-b/' "$WORK/b/summary.json"
     harness --merge "$WORK/a" "$WORK/b"
@@ -310,8 +314,7 @@ PY
     grep -E '^# machine: GPU 0: NVIDIA H100 80GB HBM3 \(2 instances\); [0-9]+ cores$' "$WORK/out.txt"
     # a merged folder merges again, its instances counted; a run found in two folders is refused
     harness --merge "$WORK/a" "$WORK/b" --out "$WORK/ab"
-    harness --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/g"
-    sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-g)/" "$WORK/g/summary.json"
+    fake_folder g GPU-g
     harness --merge "$WORK/ab" "$WORK/g"
     [ "$(cat "$WORK/rc")" = 0 ]
     grep -E "^# pinshim real-workload benchmarks, .*: 3 pairs merged from $WORK/ab \(2\), $WORK/g \(1\)$" "$WORK/out.txt"
