@@ -5,19 +5,20 @@ The same small operations read 10-30 % apart from one fresh process to the next 
 speed, placement), a hundred times the 1 % bound; inside one process the shim's benchmark switch
 (pinshim_bench_observe) flips its wrappers between observing and forwarding every call untouched,
 block by block, and paired blocks give the difference (tests/bench/inprocess_ab.py for PyTorch's
-.item(), 4 KB copies and events, and for jax.device_put; tests/bench/observe_ab.c for the C loop). Each of N fresh processes
-runs both; a row pools them: the mean of the processes' median differences, with two standard
-errors (the larger of the pooled within-process error of each median, from its quartiles, and the
-spread between the processes' medians). Medians, not means: a block now and then takes
-milliseconds longer (the host's own work), and one such block moves a process's mean by more
-than the bound (seen on an H100 instance: +243 +- 488 ns against a median of +99). What forwarding
-itself costs (the wrapper's call and one branch) is in neither side: this bounds observing, not
-the preload.
+.item(), 4 KB copies and events, and for jax.device_put; tests/bench/observe_ab.c for the C loop).
+Each of N fresh processes runs both; a row pools them: the mean of the processes' median
+differences, with two standard errors (the larger of the pooled within-process error of each median,
+from its quartiles, and the spread between the processes' medians). Medians, not means: a block now
+and then takes milliseconds longer (the host's own work), and one such block moves a process's mean
+by more than the bound (seen on an H100 instance: +243 +- 488 ns against a median of +99). What
+forwarding itself costs (the wrapper's call and one branch) is in neither side: this bounds
+observing, not the preload.
 
 Bounds: the share of the operation (difference / forwarding time) at most 1 % (0.99x, as in the
 first table); the C loop at most +100 ns. A share row whose two standard errors alone exceed 1 % of
-the operation reads WIDE, not PASS or MISS: it needs more groups or processes to show its bound. The control row (pure Python timed in the same blocks)
-should read zero within its error: it shows the pairing is fair. Standard library only."""
+the operation reads WIDE, not PASS or MISS: it needs more groups or processes to show its bound. The
+control row (pure Python timed in the same blocks) should read zero within its error: it shows the
+pairing is fair. Standard library only."""
 import json
 import os
 import re
