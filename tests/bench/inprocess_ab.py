@@ -207,15 +207,9 @@ def jax_device_put():
     """(put, None): a block of the JAX row, put() -> (seconds, 1): a fresh 128 MiB numpy array made,
     then jax.device_put of it timed until the data is on the device; (None, why) without JAX's GPU
     backend. Called after the PyTorch rows: JAX's client starts threads and takes device memory."""
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # as jax_copy.py: no 75 % of the GPU
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    try:
-        import numpy as np
-        import jax
-    except ImportError as e:
-        return None, "jax not importable (%s)" % e
-    if jax.default_backend() not in ("gpu", "cuda"):
-        return None, "jax %s has no GPU backend (default backend: %s)" % (jax.__version__, jax.default_backend())
+    np, jax, why = wl.jax_gpu()
+    if why:
+        return None, why
     base = np.tile(np.arange(4096, dtype=np.float32), JAX_WORDS // 4096)
     turn = [0]
 

@@ -2,23 +2,15 @@
 computed, a kernel, then np.asarray of the result (JAX stages both through pinned buffers of its own,
 so the shim has nothing to speed up). 1 warm-up round (it also compiles the kernel), then 5 measured.
 Metrics: ms per copy each way (median), each until the data is in place. Digest: what came back."""
-import os
 import time
 
 import wl
 
 NAME, WORDS, WARMUP, ROUNDS = "jax_copy", 32 << 20, 1, 5
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # no 75% of the GPU taken at start
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-try:
-    import numpy as np
-    import jax
-except ImportError as e:
-    wl.skip(NAME, "jax not importable (%s)" % e)
-backend = jax.default_backend()
-if backend not in ("gpu", "cuda"):
-    wl.skip(NAME, "jax %s has no GPU backend (default backend: %s)" % (jax.__version__, backend))
+np, jax, why = wl.jax_gpu()
+if why:
+    wl.skip(NAME, why)
 
 rep = wl.Report(NAME)
 rep.notes.update({"jax": jax.__version__, "numpy": np.__version__, "device": str(jax.devices()[0])})
