@@ -455,6 +455,17 @@ PY
     [ "$status" -eq 0 ]
     echo "$output" | grep -E '^libraries +0 \(0-0\) +1 \(1-1\)$'
     echo "$output" | grep -E '^functions +0 \(0-0\) +0 \(0-0\)$'
+    # numbers from 1000 up written out, and a column as wide as its widest cell: a peak resident
+    # memory of 1290 MiB once read "peak_rss_mib1.29e+03 (1.29e+03-1.29e+03)"
+    cat >"$WORK/big.py" <<'PY'
+import json
+print(json.dumps({"workload": "big", "metrics": [{"key": "b", "value": 123456789}, {"key": "k", "value": 1290.4}]}))
+PY
+    run python3 "$cmp" --rounds 1 "$WORK/big.py" -- none=none empty=empty
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^b  +123456789 \(123456789-123456789\)  +123456789 \(123456789-123456789\)$'
+    echo "$output" | grep -E '^k  +1290 \(1290-1290\)  +1290 \(1290-1290\)$'
     # a failed round leaves that round out of the comparison
     BENCH_WL_PAIR=2 run python3 "$cmp" --rounds 2 "$fake" crash -- none=none shim="$SHIM"
     echo "$output"

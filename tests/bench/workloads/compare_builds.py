@@ -171,6 +171,20 @@ def run_once(script, env, cpus):
     return metrics, None
 
 
+def number(value):
+    """value to 3 significant digits, whole numbers from 1000 up written out (1290, not 1.29e+03)."""
+    text = "%.3g" % value
+    return "%.0f" % value if "e+" in text else text
+
+
+def print_table(rows):
+    """rows (the header first) as columns: the first left-aligned, the others right-aligned, each
+    as wide as its widest cell, two spaces apart."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join([r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]).rstrip())
+
+
 def main(argv):
     rounds, budget, cpus, script, variants = parse(argv)
     values = {name: {} for name, _ in variants}
@@ -194,23 +208,23 @@ def main(argv):
     keys = []
     for per in values.values():
         keys += [k for k in per if k not in keys]
-    width = max([len(k) for k in keys] + [6])
     stopped = "" if done == rounds else " (of %d: --budget %d s reached)" % (rounds, budget)
     bound = ", on CPUs %s" % ",".join(str(c) for c in sorted(cpus)) if cpus else ""
     print("# %s, %d rounds%s, order rotating%s; median (min-max) per variant" % (" ".join(script), done, stopped,
                                                                                   bound))
-    print("%-*s" % (width, "metric") + "".join("%26s" % name for name, _ in variants))
+    rows = [["metric"] + [name for name, _ in variants]]
     for key in keys:
         cells = []
         for name, _ in variants:
             v = list(values[name].get(key, {}).values())
-            cells.append("%.3g (%.3g-%.3g)" % (statistics.median(v), min(v), max(v)) if v else "-")
-        print("%-*s" % (width, key) + "".join("%26s" % c for c in cells))
-    paired(variants, values, keys, width)
+            cells.append("%s (%s-%s)" % (number(statistics.median(v)), number(min(v)), number(max(v))) if v else "-")
+        rows.append([key] + cells)
+    print_table(rows)
+    paired(variants, values, keys)
     return 1 if failed else 0
 
 
-def paired(variants, values, keys, width):
+def paired(variants, values, keys):
     """Each variant against the first, over the rounds where both have the metric: rounds higher,
     the median ratio, and with 3 rounds or more its 95 % interval over resampled rounds (run.py's
     bootstrap: a round drawn whole), which tells a variant's difference from the rounds' spread."""
@@ -219,7 +233,7 @@ def paired(variants, values, keys, width):
     first = variants[0][0]
     print("# against %s, round by round: rounds higher / rounds, median ratio (its 95 %% interval over "
           "the rounds)" % first)
-    print("%-*s" % (width, "metric") + "".join("%32s" % name for name, _ in variants[1:]))
+    rows = [["metric"] + [name for name, _ in variants[1:]]]
     for key in keys:
         base = values[first].get(key, {})
         cells = []
@@ -231,8 +245,8 @@ def paired(variants, values, keys, width):
             cell = "%d/%d, %.3fx" % (sum(q > 1 for q in ratios), len(ratios), statistics.median(ratios))
             interval = run.bootstrap_interval(ratios, statistics.median)
             cells.append(cell + (" (%.3f-%.3f)" % interval if interval else ""))
-        print("%-*s" % (width, key) + "".join("%32s" % c for c in cells))
-
+        rows.append([key] + cells)
+    print_table(rows)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
