@@ -298,6 +298,28 @@ PY
     grep -E '^FAIL fake_crash: shim run 3: exit status 3' "$WORK/out.txt"
 }
 
+@test "workloads harness: the header names the CPUs every run was bound to (taskset); runs bound otherwise do not merge" {
+    [ "$(nproc --all)" -ge 2 ] || skip "needs a machine of 2 CPUs or more to bind runs to one"
+    taskset -c 0 python3 "$RUN_PY" --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/bound" >"$WORK/out.txt"
+    cat "$WORK/out.txt"
+    grep -E '^# machine: no GPU seen by nvidia-smi; [0-9]+ cores, runs on CPUs 0$' "$WORK/out.txt"
+    # the list as Linux writes one, neighbours as ranges
+    (cd "$ROOT/tests/bench/workloads" && python3 -c 'import run
+for cpus, text in (({0}, "0"), ({2, 3, 4, 5, 8}, "2-5,8"), ({1, 3, 4}, "1,3-4")):
+    assert run.cpu_ranges(cpus) == text and run.cpu_list(text) == cpus, (cpus, text)')
+    sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-h)/" "$WORK/bound/summary.json"
+    fake_folder a GPU-a
+    grep -E '"# machine: GPU 0: NVIDIA H100 80GB HBM3 \(UUID: GPU-a\); [0-9]+ cores"' "$WORK/a/summary.json"
+    harness --merge "$WORK/a" "$WORK/bound"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: --merge: $WORK/bound: CPUs 0, where $WORK/a had all" "$WORK/out.txt"
+    taskset -c 0 python3 "$RUN_PY" --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/bound2" >/dev/null
+    sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-i)/" "$WORK/bound2/summary.json"
+    harness --merge "$WORK/bound" "$WORK/bound2"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E '^# machine: .*; [0-9]+ cores, runs on CPUs 0$' "$WORK/out.txt"
+}
+
 @test "workloads harness: --merge refuses folders of other builds, GPUs, sides or settings, unreadable ones, a run twice, and an --out among them" {
     fake_folder a GPU-a
     fake_folder b GPU-b

@@ -67,24 +67,13 @@ def built_library(name, source=None):
     return library
 
 
-def cpu_list(text):
-    """The set of CPUs a Linux CPU list names (2-5,8), or None when it is not one."""
-    cpus = set()
-    for part in text.split(","):
-        low, dash, high = part.partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()) or (dash and int(high) < int(low)):
-            return None
-        cpus.update(range(int(low), int(high if dash else low) + 1))
-    return cpus
-
-
 def parse(argv):
     rounds, budget, cpus = 3, 0, None
     while argv[:1] in (["--rounds"], ["--budget"], ["--cpus"]):
         if len(argv) < 2:
             usage("%s wants a value" % argv[0])
         if argv[0] == "--cpus":
-            cpus, mine = cpu_list(argv[1]), os.sched_getaffinity(0)
+            cpus, mine = run.cpu_list(argv[1]), os.sched_getaffinity(0)
             if not cpus or not cpus <= mine:
                 usage("--cpus %s is not a CPU list of this process's CPUs (%s)" %
                       (argv[1], ",".join(str(c) for c in sorted(mine))))
@@ -209,7 +198,7 @@ def main(argv):
     for per in values.values():
         keys += [k for k in per if k not in keys]
     stopped = "" if done == rounds else " (of %d: --budget %d s reached)" % (rounds, budget)
-    bound = ", on CPUs %s" % ",".join(str(c) for c in sorted(cpus)) if cpus else ""
+    bound = ", on CPUs %s" % run.cpu_ranges(cpus) if cpus else ""
     print("# %s, %d rounds%s, order rotating%s; median (min-max) per variant" % (" ".join(script), done, stopped,
                                                                                   bound))
     rows = [["metric"] + [name for name, _ in variants]]

@@ -702,6 +702,35 @@ def build_commit(path):
     return data[at + len(BUILD_MARKER):end].decode("ascii", "replace")
 
 
+def cpu_list(text):
+    """The set of CPUs a Linux CPU list names (2-5,8), or None when it is not one."""
+    cpus = set()
+    for part in text.split(","):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()) or (dash and int(high) < int(low)):
+            return None
+        cpus.update(range(int(low), int(high if dash else low) + 1))
+    return cpus
+
+
+def cpu_ranges(cpus):
+    """A set of CPUs as a Linux CPU list, runs of neighbours as ranges: {2, 3, 4, 5, 8} -> "2-5,8"."""
+    parts, ordered = [], sorted(cpus)
+    for k, c in enumerate(ordered):
+        if k and c == ordered[k - 1] + 1:
+            parts[-1][1] = c
+        else:
+            parts.append([c, c])
+    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in parts)
+
+
+def bound_cpus():
+    """", runs on CPUs 4-11" when this process (and so every run it starts, which inherits it) may run
+    on only some of the machine's CPUs (taskset -c 4-11 make bench-workloads ...), else ""."""
+    mine = os.sched_getaffinity(0)
+    return ", runs on CPUs %s" % cpu_ranges(mine) if len(mine) < (os.cpu_count() or 0) else ""
+
+
 def header(ctx, workloads):
     h = ["# pinshim real-workload benchmarks, %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M")]
     gpu = "no GPU seen by nvidia-smi"
@@ -712,7 +741,7 @@ def header(ctx, workloads):
             gpu = first[0]
     except (OSError, subprocess.TimeoutExpired):
         pass
-    h.append("# machine: %s; %d cores" % (gpu, os.cpu_count() or 0))
+    h.append("# machine: %s; %d cores%s" % (gpu, os.cpu_count() or 0, bound_cpus()))
     try:
         st = os.stat(ctx.shim)
         lib = "%s (%d bytes, %s)" % (ctx.shim, st.st_size,
