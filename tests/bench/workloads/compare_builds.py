@@ -237,5 +237,6 @@ def paired(variants, values, keys):
         rows.append([key] + cells)
     print_table(rows)
 
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
