@@ -119,6 +119,76 @@ PY
     tail -n 1 "$WORK/out.txt" | grep -E '^RESULT: ok: no result differed and no run failed; 1 workloads, 2 pairs'
 }
 
+# turns_of FOLDER PAIR: the turns of that pair's runs (fake.py notes when each began and ended),
+# one line each, in the order they began: "SIDE BEGAN ENDED".
+turns_of() {
+    python3 - "$1/runs.jsonl" "$2" <<'PY'
+import json, sys
+turns = []
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["pair"] == int(sys.argv[2]):
+        turns += [(began, ended, r["side"]) for began, ended in r["notes"].get("turns", [])]
+for began, ended, side in sorted(turns):
+    print(side, began, ended)
+PY
+}
+
+@test "workloads harness: lockstep runs a pair's sides at once, one turn at a time, the order reversed each round" {
+    harness --fake --only fake_turns --pairs 2 --out "$WORK/res"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E '^# lockstep: on \(the sides of a pair at once, taking turns: fake_turns\)$' "$WORK/out.txt"
+    turns_of "$WORK/res" 1 >"$WORK/t1"
+    turns_of "$WORK/res" 2 >"$WORK/t2"
+    cat "$WORK/t1" "$WORK/t2"
+    # no two turns overlap: each ends before the next begins
+    awk 'NR > 1 && $2 < ended { exit 1 } { ended = $3 }' "$WORK/t1"
+    awk 'NR > 1 && $2 < ended { exit 1 } { ended = $3 }' "$WORK/t2"
+    # three rounds; odd pairs run the sides as listed, even pairs reversed, and every other round reversed
+    [ "$(cut -d' ' -f1 "$WORK/t1" | tr '\n' ' ')" = "noshim shim guard guard shim noshim noshim shim guard " ]
+    [ "$(cut -d' ' -f1 "$WORK/t2" | tr '\n' ' ')" = "guard shim noshim noshim shim guard guard shim noshim " ]
+    grep -c '"turns": 3' "$WORK/res/runs.jsonl" | grep -qx 6
+    # --no-lockstep: one side after the other, as for the workloads that cannot take turns
+    harness --fake --only fake_turns --pairs 1 --no-lockstep --out "$WORK/seq"
+    grep -E '^# lockstep: off$' "$WORK/out.txt"
+    [ "$(turns_of "$WORK/seq" 1 | cut -d' ' -f1 | tr '\n' ' ')" = "noshim noshim noshim shim shim shim guard guard guard " ]
+    # lockstep folders merge only with lockstep folders
+    harness --merge "$WORK/res" "$WORK/seq"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: --merge: $WORK/seq: lockstep off, where $WORK/res had on" "$WORK/out.txt"
+}
+
+@test "workloads harness: in lockstep, a side that crashes or hangs in a turn fails alone; the other takes every turn" {
+    SECONDS=0
+    harness --fake --only fake_turncrash,fake_turnhang --pairs 1 --no-guard --timeout 2 --out "$WORK/res"
+    [ "$SECONDS" -lt 30 ] # the hanging side would sleep 60 s
+    [ "$(cat "$WORK/rc")" = 1 ]
+    grep -F 'FAIL fake_turncrash: shim run 1: exit status 3' "$WORK/out.txt"
+    grep -F 'FAIL fake_turnhang: shim run 1: timed out after 2 s' "$WORK/out.txt"
+    # the no-shim runs waited while the others ran (not counted in their time) and finished
+    ! grep -F 'FAIL fake_turn' "$WORK/out.txt" | grep -F 'no shim' || false
+    [ "$(turns_of "$WORK/res" 1 | grep -c '^noshim ')" = 6 ]
+}
+
+@test "workloads: wl.turn names a malformed BENCH_WL_TURNS, and runs on alone when the harness is gone" {
+    cd "$ROOT/tests/bench/workloads"
+    BENCH_WL_TURNS=5 run python3 -c 'import wl; wl.turn()'
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"BENCH_WL_TURNS='5': expected two file descriptors, READ,WRITE (set by run.py)"* ]]
+    # the harness's end of both pipes closed: turn() returns at once, and again after that
+    run python3 -c '
+import os, wl
+go_read, go_write = os.pipe()
+end_read, end_write = os.pipe()
+os.close(go_write)
+os.close(end_read)
+os.environ[wl.TURNS_ENV] = "%d,%d" % (go_read, end_write)
+wl.turn(); wl.turn()
+print("alone")'
+    [ "$status" -eq 0 ]
+    [ "$output" = alone ]
+}
+
 @test "workloads harness: a run past --timeout is killed and is a FAIL; that workload is not run again" {
     SECONDS=0
     harness --fake --only fake_hang --pairs 2 --no-guard --timeout 1

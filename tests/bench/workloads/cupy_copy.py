@@ -26,6 +26,7 @@ sync = cp.cuda.Device().synchronize
 base = np.tile(np.arange(4096, dtype=np.float32), WORDS // 4096)
 h2d, d2h = [], []
 for r in range(WARMUP + ROUNDS):
+    wl.turn()  # each round a turn of its own (lockstep)
     x = base + np.float32(r)
     sync()
     t0 = time.perf_counter()

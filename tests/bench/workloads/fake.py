@@ -4,7 +4,10 @@ LD_PRELOAD, PINSHIM_GUARD=warn with PINSHIM_GUARD_PAGES=first), not from the har
 prints values that follow from the side and BENCH_WL_PAIR, so the table's medians, spreads,
 ratios and checks can be compared with exact numbers. With the shim it also prints a summary line on
 stderr as the shim does (PINSHIM_SUMMARY=json).
-usage: fake.py faster|same|ns|missing|mismatch|crash|shimskip|hang|noisy"""
+The turn modes take three turns (wl.turn, run.py's lockstep) of 50 ms each and note when each began
+and ended: turns as they should go; turncrash: the shim side exits with status 3 in its second turn;
+turnhang: the shim side sleeps 60 s in its second turn.
+usage: fake.py faster|same|ns|missing|mismatch|crash|shimskip|hang|noisy|turns|turncrash|turnhang"""
 import json
 import os
 import sys
@@ -34,6 +37,15 @@ if MODE == "hang" and shim:
 
 rep = wl.Report(NAME)
 rep.notes["side"] = side
+if MODE.startswith("turn"):
+    rep.notes["turns"] = []
+    for k in range(3):
+        wl.turn()
+        began = time.time()
+        if k == 1 and shim and MODE == "turncrash":
+            sys.exit(3)
+        time.sleep(60 if k == 1 and shim and MODE == "turnhang" else 0.05)
+        rep.notes["turns"].append([began, time.time()])
 if MODE == "noisy":
     # the host's speed flips between runs: odd pairs no shim 100, shim 125; even pairs 120 and 101
     rep.metric("t", "fake time", (100, 125, 101)[("noshim", "shim", "guard").index(side)] if pair % 2 else
@@ -45,7 +57,7 @@ else:
     # faster: no shim 10+p, shim 5+p, guard 6+p; same: 100+p, 102+p, 99+p
     offsets = {"faster": (10, 5, 6), "same": (100, 102, 99)}.get(MODE, (20, 10, 10))
     value = offsets[("noshim", "shim", "guard").index(side)] + pair
-    rep.metric("t", "fake time", value, "ms", "same" if MODE == "same" else "faster")
+    rep.metric("t", "fake time", value, "ms", "same" if MODE in ("same", "turns") else "faster")
     if MODE == "same":
         rep.metric("ref", "ref: fake pinned ceiling", 50 + pair, "ms", "same", True)
 rep.part("result", 42)

@@ -7,12 +7,13 @@ all their pairs would have had: the runs, their pairs numbered on from folder to
 in-process samples pooled (each process counts once, whichever folder it came from).
 
 Folders are merged only when they measured the same thing: the same library (its build commit and
-size), the same GPU model, the same sides, the same shim settings from the environment and the same
-CPUs (all of the machine's, or those every run was bound to, as the header says); the instances may
-differ (each pair ran its sides on one machine). Anything else, or a folder that cannot be read, is
-a MergeError naming the folder and what was expected; so is a run found in two folders (one folder
-given twice, or a merged folder with one it was merged from: its pairs would count twice). A merged
-folder merges again: its summary lists the instances its runs came from.
+size), the same GPU model, the same sides, the same shim settings from the environment, the same
+CPUs (all of the machine's, or those every run was bound to, as the header says) and lockstep alike
+(on or off; a folder of an older run.py: off); the instances may differ (each pair ran its sides
+on one machine). Anything else, or a folder that cannot be read, is a MergeError naming the folder
+and what was expected; so is a run found in two folders (one folder given twice, or a merged folder
+with one it was merged from: its pairs would count twice). A merged folder merges again: its
+summary lists the instances its runs came from.
 Standard library only."""
 import json
 import os
@@ -46,6 +47,7 @@ def identity(header):
         "sides": sides.split(";")[0],
         "shim settings from the environment": sides.split("shim settings from the environment:")[-1].strip(),
         "CPUs": (re.findall(r", runs on CPUs ([0-9,-]+)", machine) or ["all"])[0],
+        "lockstep": (header_field(header, "# lockstep:") or "off").split()[0],
     }
 
 
@@ -123,8 +125,8 @@ def merge(folders):
         for what, value in ident.items():
             if value != first_id[what]:
                 raise MergeError("%s: %s %s, where %s had %s: merge only runs of one build, GPU model, sides, "
-                                 "settings and CPUs" % (folder, what, value or "(none)", folders[0],
-                                                   first_id[what] or "(none)"))
+                                 "settings, CPUs and lockstep" % (folder, what, value or "(none)", folders[0],
+                                                           first_id[what] or "(none)"))
         machines.update(summary["instances"])
         offset = max([r["pair"] for r in merged["runs"]] or [0])
         for r in runs:

@@ -19,6 +19,7 @@ import json
 import os
 import random
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -29,6 +30,7 @@ import time
 
 import inprocess
 import merge
+import wl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -39,6 +41,7 @@ GUARD_ENV = {"PINSHIM_GUARD": "warn", "PINSHIM_GUARD_PAGES": "first"}
 RATIO_SAME, RATIO_FASTER, NS_MAX = 0.99, 1.0, 100.0  # the bounds (README.md here: "Bounds")
 BOOTSTRAP_ROUNDS, BOOTSTRAP_MIN_PAIRS, BOOTSTRAP_SEED = 2000, 3, 12  # a MISS's interval (pair_interval)
 C_LOOP_ITERS = 20000
+LOCKSTEP_GAP_S = 0.01  # quiet before each turn of a lockstep pair (run_lockstep)
 STDERR_TAIL = 30
 
 
@@ -47,11 +50,13 @@ class Workload:
     plan and the budget: the median run of each on an H200 instance, 2026-11-27, framework start-up
     included), and Turn 2's figures for its metrics (FACTS.md) to compare with."""
 
-    def __init__(self, name, script=None, args=(), est_s=3.0, turn2=None, default=True, c_loop=False):
+    def __init__(self, name, script=None, args=(), est_s=3.0, turn2=None, default=True, c_loop=False,
+                 lockstep=False):
         self.name, self.script, self.args, self.est_s = name, script, list(args), est_s
         self.turn2 = turn2 or {}
         self.default = default
         self.c_loop = c_loop
+        self.lockstep = lockstep  # its script times blocks in turns (wl.turn): run_lockstep runs its pairs
 
     def argv(self, ctx):
         if self.c_loop:
@@ -63,29 +68,33 @@ class Workload:
 
 
 WORKLOADS = [
-    Workload("torch_train", "torch_train.py", est_s=11.5, turn2={"step": "1.06x"}),
-    Workload("torch_graph", "torch_train.py", ["--graph"], est_s=11.0),
+    Workload("torch_train", "torch_train.py", est_s=11.5, turn2={"step": "1.06x"}, lockstep=True),
+    Workload("torch_graph", "torch_train.py", ["--graph"], est_s=11.0, lockstep=True),
     Workload("torch_dataloader", "torch_dataloader.py", ["--pin", "0"], est_s=6.4, turn2={"batch": "1.26x"}),
     Workload("torch_dataloader_pinned", "torch_dataloader.py", ["--pin", "1"], est_s=6.4, turn2={"batch": "0.88x"}),
-    Workload("torch_item", "torch_item.py", est_s=4.6, turn2={"item": "0.88x"}),
+    Workload("torch_item", "torch_item.py", est_s=4.6, turn2={"item": "0.88x"}, lockstep=True),
     Workload("torch_reuse", "torch_reuse.py", est_s=7.7,
-             turn2={"4KB": "0.99x", "4MB": "5.85x", "4MB_pinned": "~17ms"}),
+             turn2={"4KB": "0.99x", "4MB": "5.85x", "4MB_pinned": "~17ms"}, lockstep=True),
     Workload("torch_neighbours", "torch_neighbours.py", est_s=5.7),
     Workload("torch_offload", "torch_offload.py", est_s=5.2,
-             turn2={"d2h": "5.3x", "h2d": "3.1x", "d2h_pinned": "9.8ms"}),
-    Workload("torch_fresh", "torch_fresh.py", est_s=5.5, turn2={"64MiB": "1.5x", "64MiB_pinned": "1.2ms"}),
+             turn2={"d2h": "5.3x", "h2d": "3.1x", "d2h_pinned": "9.8ms"}, lockstep=True),
+    Workload("torch_fresh", "torch_fresh.py", est_s=5.5, turn2={"64MiB": "1.5x", "64MiB_pinned": "1.2ms"},
+             lockstep=True),
     Workload("torch_first_d2h", "torch_first_copy.py", ["--dir", "d2h"], est_s=4.4),
     Workload("torch_first_h2d", "torch_first_copy.py", ["--dir", "h2d"], est_s=4.6),
     Workload("torch_pinned_d2h", "torch_pinned_d2h.py", est_s=4.3, turn2={"copy": "g+86us"}),
-    Workload("cupy_copy", "cupy_copy.py", est_s=3.2, turn2={"asarray": "1.04x", "asnumpy": "4.3x"}),
-    Workload("jax_copy", "jax_copy.py", est_s=3.5, turn2={"device_put": "0.92x", "asarray": "1.04x"}),
+    Workload("cupy_copy", "cupy_copy.py", est_s=3.2, turn2={"asarray": "1.04x", "asnumpy": "4.3x"}, lockstep=True),
+    Workload("jax_copy", "jax_copy.py", est_s=3.5, turn2={"device_put": "0.92x", "asarray": "1.04x"},
+             lockstep=True),
     Workload("c_dtoh_sync", est_s=0.5, turn2={"iter": "+160ns"}, c_loop=True),
 ]
 
 # Stand-ins for testing the harness without a GPU (--fake): fake.py, values known in advance.
 FAKE_WORKLOADS = [Workload("fake_" + m, "fake.py", [m], est_s=0.1, turn2={"t": "2.00x"} if m == "faster" else None,
-                           default=m not in ("hang", "noisy"))
-                  for m in ("faster", "same", "ns", "missing", "mismatch", "crash", "shimskip", "hang", "noisy")]
+                           default=m not in ("hang", "noisy", "turns", "turncrash", "turnhang"),
+                           lockstep=m.startswith("turn"))
+                  for m in ("faster", "same", "ns", "missing", "mismatch", "crash", "shimskip", "hang", "noisy",
+                            "turns", "turncrash", "turnhang")]
 
 
 class Context:
@@ -120,7 +129,11 @@ def parse_args(argv):
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write runs.jsonl (every run), table.md, table.txt and summary.json there "
                         "(default: $OUT/bench-workloads when OUT is set)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds per run (default 60)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="seconds per run (default 60; a lockstep run's own time: not while it waits for its turn)")
+    p.add_argument("--lockstep", action=argparse.BooleanOptionalAction, default=True,
+                   help="run the sides of a pair at the same time, taking turns, for the workloads that can "
+                        "(default on; --no-lockstep: one after the other)")
     p.add_argument("--budget", type=float, default=540.0, metavar="S",
                    help="start no new pair once the next would end past S seconds (default 540; 0: no limit)")
     p.add_argument("--inprocess", type=int, default=None, metavar="N",
@@ -156,7 +169,7 @@ def parse_args(argv):
     return args, p
 
 
-def select(registry, only, parser):
+def chosen_workloads(registry, only, parser):
     if not only:
         return [w for w in registry if w.default]
     chosen = []
@@ -226,21 +239,26 @@ def tail(text, n):
     return "\n".join(text.splitlines()[-n:])
 
 
-def run_one(ctx, w, side, pair):
+def new_record(ctx, w, side, pair):
+    """A run's record before it starts (run_one, Lockstep), with the command it will run."""
     rec = {"workload": w.name, "side": side, "pair": pair, "status": None, "rc": None, "wall_s": None,
            "metrics": [], "digest": None, "skipped": None, "error": None, "notes": {}, "shim_summary": None,
            "started": round(time.time(), 6)}  # when it began: also what tells it apart (merge.py)
+    rec["command"] = " ".join(shlex.quote(a) for a in w.argv(ctx))
+    return rec
+
+
+def run_one(ctx, w, side, pair):
+    rec = new_record(ctx, w, side, pair)
     if w.c_loop and not ctx.c_binary:
         rec.update(status="skipped", skipped="cannot build tests/bench/guard_cost.c: %s" % ctx.c_build_error)
         return rec
-    env = side_env(ctx, w, side, pair)
     argv = w.argv(ctx)
-    rec["command"] = " ".join(shlex.quote(a) for a in argv)
     t0 = time.monotonic()
     timed_out = False
     try:
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(argv, cwd=ROOT, env=side_env(ctx, w, side, pair), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except OSError as e:
         rec.update(status="failed", error="cannot start %s: %s" % (argv[0], e))
         return rec
@@ -254,19 +272,24 @@ def run_one(ctx, w, side, pair):
         kill_group(proc)
         proc.communicate()
         raise
+    rec["wall_s"] = round(time.monotonic() - t0, 3)
+    return conclude(ctx, w, rec, proc.returncode, out, err, timed_out)
+
+
+def conclude(ctx, w, rec, rc, out, err, timed_out):
+    """Fills a finished run's record from its exit status and output (bytes)."""
     out = out.decode("utf-8", "replace")
     err = err.decode("utf-8", "replace")
-    rec["wall_s"] = round(time.monotonic() - t0, 3)
-    rec["rc"] = proc.returncode
+    rec["rc"] = rc
     rec["stderr_tail"] = tail(err, STDERR_TAIL)
-    rec["shim_summary"] = last_json(err, "transfers") if side != "noshim" else None
+    rec["shim_summary"] = last_json(err, "transfers") if rec["side"] != "noshim" else None
     result = parse_c_loop(w, out, err) if w.c_loop else last_json(out, "workload")
     if timed_out:
         rec.update(status="timeout", error="timed out after %g s" % ctx.args.timeout)
     elif result is not None and result.get("skipped"):
         rec.update(status="skipped", skipped=str(result["skipped"]))
-    elif proc.returncode != 0:
-        rec.update(status="failed", error="exit status %d%s" % (proc.returncode, describe_exit(proc.returncode, err)))
+    elif rc != 0:
+        rec.update(status="failed", error="exit status %d%s" % (rc, describe_exit(rc, err)))
     elif result is None or not isinstance(result.get("metrics"), list) or not result["metrics"]:
         rec.update(status="failed", error="printed no result line" + describe_exit(0, err))
         rec["stdout_tail"] = tail(out, 10)
@@ -274,6 +297,132 @@ def run_one(ctx, w, side, pair):
         rec.update(status="ok", metrics=result["metrics"], digest=result.get("digest"),
                    notes=result.get("notes") or {})
     return rec
+
+
+class Lockstep:
+    """One side's process of a lockstep pair (run_lockstep): started with two pipes for its turns
+    (wl.turn's protocol) and its output going to files, so that a process waiting for its turn
+    never holds up the others on a full pipe. Its --timeout counts its own time only: start-up until
+    it is ready, then its turns, not the time it waits while the others run."""
+
+    def __init__(self, ctx, w, side, pair):
+        self.rec = new_record(ctx, w, side, pair)
+        self.proc, self.timed_out, self.turns, self.used = None, False, 0, 0.0
+        self.limit = ctx.args.timeout
+        self.out = tempfile.TemporaryFile(dir=ctx.work)
+        self.err = tempfile.TemporaryFile(dir=ctx.work)
+        go_read, self.go = os.pipe()
+        self.ended, ended_write = os.pipe()
+        env = side_env(ctx, w, side, pair)
+        env[wl.TURNS_ENV] = "%d,%d" % (go_read, ended_write)
+        self.t0 = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(w.argv(ctx), cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=self.out,
+                                         stderr=self.err, start_new_session=True, pass_fds=(go_read, ended_write))
+        except OSError as e:
+            self.rec.update(status="failed", error="cannot start %s: %s" % (w.argv(ctx)[0], e))
+        finally:
+            os.close(go_read)
+            os.close(ended_write)
+
+    def left(self):
+        return max(0.0, self.limit - self.used)
+
+    def give_up(self):
+        self.timed_out = True
+        kill_group(self.proc)
+
+    def read_turn_end(self):
+        """True when the process wrote the end of a turn; False when it ended (end of file)."""
+        return os.read(self.ended, 1) == b"t"
+
+    def turn_ended(self):
+        """Waits until the process ends its turn (True) or ends, or runs past its time (False; then
+        it is killed)."""
+        began = time.monotonic()
+        ready, _, _ = select.select([self.ended], [], [], self.left())
+        self.used += time.monotonic() - began
+        if not ready:
+            self.give_up()
+            return False
+        return self.read_turn_end()
+
+    def grant(self):
+        """Begins the process's next turn; False when it is gone."""
+        self.turns += 1
+        try:
+            os.write(self.go, b"g")
+            return True
+        except OSError:  # it closed its end: ended
+            return False
+
+    def finish(self, ctx, w):
+        for fd in (self.go, self.ended):
+            os.close(fd)
+        if self.proc is None:
+            return self.rec
+        try:
+            self.proc.wait(timeout=max(0.1, self.left()))
+        except subprocess.TimeoutExpired:
+            self.give_up()
+            self.proc.wait()
+        self.rec["wall_s"] = round(time.monotonic() - self.t0, 3)
+        self.rec["turns"] = self.turns
+        for f in (self.out, self.err):
+            f.seek(0)
+        rec = conclude(ctx, w, self.rec, self.proc.returncode, self.out.read(), self.err.read(), self.timed_out)
+        self.out.close()
+        self.err.close()
+        return rec
+
+
+def all_ready(runs):
+    """The runs whose processes became ready (their first turn() call), waiting for all at once:
+    start-up runs side by side. One that ends first, or runs past its time, is left out."""
+    waiting = {r.ended: r for r in runs if r.proc is not None}
+    ready = []
+    while waiting:
+        now = time.monotonic()
+        for r in [r for r in waiting.values() if now - r.t0 >= r.limit]:
+            del waiting[r.ended]
+            r.used = now - r.t0
+            r.give_up()
+        if not waiting:
+            break
+        wait_s = min(r.limit - (now - r.t0) for r in waiting.values())
+        fds, _, _ = select.select(list(waiting), [], [], max(0.0, wait_s))
+        for fd in fds:
+            r = waiting.pop(fd)
+            r.used = time.monotonic() - r.t0
+            if r.read_turn_end():
+                ready.append(r)
+    return [r for r in runs if r in ready]
+
+
+def run_lockstep(ctx, w, pair):
+    """The sides of one pair as processes alive at the same time, taking turns (wl.turn): each
+    round gives every side one turn, in the order of sides_in_order in odd rounds and reversed in
+    even ones, after LOCKSTEP_GAP_S of quiet (what a turn left spinning, an OpenMP team, settles).
+    Adjacent turns meet the same state of the host, whose speed flips over seconds (README.md
+    here, "Lockstep"). A process that ends, crashes or runs past its time leaves the others to go on."""
+    runs = []
+    try:
+        for side in sides_in_order(ctx, pair):
+            runs.append(Lockstep(ctx, w, side, pair))
+        live = all_ready(runs)
+        rnd = 0
+        while live:
+            for r in list(live if rnd % 2 == 0 else reversed(live)):
+                time.sleep(LOCKSTEP_GAP_S)
+                if not (r.grant() and r.turn_ended()):
+                    live.remove(r)
+            rnd += 1
+    except BaseException:  # interrupted: take the pair's processes down with us
+        for r in runs:
+            if r.proc is not None:
+                kill_group(r.proc)
+        raise
+    return [r.finish(ctx, w) for r in runs]
 
 
 def describe_exit(rc, err):
@@ -755,6 +904,9 @@ def header(ctx, workloads):
     h.append("# sides: %s; %d pairs; guard side: %s; shim settings from the environment: %s" % (
         ", ".join(SIDE_TITLE[s] for s in ctx.sides), ctx.args.pairs,
         " ".join("%s=%s" % kv for kv in GUARD_ENV.items()) if "guard" in ctx.sides else "off", user or "none"))
+    turns = [w.name for w in workloads if w.lockstep]
+    h.append("# lockstep: %s" % ("on (the sides of a pair at once, taking turns: %s)" % ", ".join(turns)
+                                 if ctx.args.lockstep and turns else "off"))
     h.append("# ratio = no-shim median / side median (>1: faster with the shim); ns rows: side - no shim")
     return h
 
@@ -800,7 +952,7 @@ def main(argv=None):
         for w in registry:
             print("%-24s %s" % (w.name, "" if w.default else "(only with --only)"))
         return 0
-    workloads = select(registry, args.only, parser)
+    workloads = chosen_workloads(registry, args.only, parser)
     ctx = Context(args)
     ctx.header = header(ctx, workloads)
     if args.dry_run:
@@ -909,13 +1061,19 @@ def run_pairs(ctx, workloads):
                 print("# " + ctx.stop_note, flush=True)
                 return
             recs = []
-            for side in sides_in_order(ctx, pair):
-                rec = run_one(ctx, w, side, pair)
-                ctx.runs.append(rec)
+
+            def keep(rec):  # each run as it ends: an interrupted pair keeps the runs that finished
                 recs.append(rec)
+                ctx.runs.append(rec)
                 if ctx.out:
                     with open(os.path.join(ctx.out, "runs.jsonl"), "a") as f:
                         f.write(json.dumps(rec, sort_keys=True) + "\n")
+            if args.lockstep and w.lockstep:
+                for rec in run_lockstep(ctx, w, pair):
+                    keep(rec)
+            else:
+                for side in sides_in_order(ctx, pair):
+                    keep(run_one(ctx, w, side, pair))
             recs.sort(key=lambda r: SIDES.index(r["side"]))
             progress(args, w, pair, recs)
             if all(r["status"] == "skipped" for r in recs) or any(r["status"] == "timeout" for r in recs):

@@ -9,6 +9,11 @@ Anything else that goes wrong raises (a traceback, a nonzero exit), which the ha
 "same" (nothing to speed up: it must not slow it down) or "ns" (a per-call cost in ns: the harness
 checks the difference). Every metric is a time: lower is better.
 
+Lockstep (run.py's default for most workloads): the two sides of a pair run at the same time and
+take turns, so that their timed blocks meet the same state of the host, whose speed flips over
+seconds. A script calls turn() before each timed block (timed() does); with BENCH_WL_TURNS unset,
+turn() does nothing and the script runs straight through, as alone.
+
 BENCH_WL_CPU=1 runs the PyTorch scripts on the CPU (device "cpu", no pinned memory, no CUDA
 graphs): a check of the scripts' own logic on a machine without a GPU; its numbers mean nothing.
 Standard library only; scripts import their framework themselves, through the helpers here."""
@@ -72,10 +77,44 @@ def median(values):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
+TURNS_ENV = "BENCH_WL_TURNS"
+_turns = None  # (fd to read the harness's go from, fd to write the end of a turn to); False: no turns
+
+
+def turn():
+    """Ends this process's turn and waits for its next (run.py's lockstep): everything between two
+    calls runs while the other side of the pair waits. The protocol, on two pipes whose descriptors
+    BENCH_WL_TURNS names as "READ,WRITE": the script writes b"t" (a turn ended, or the first call:
+    ready), the harness answers b"g" when this process's next turn begins. Without BENCH_WL_TURNS it
+    does nothing; if the harness goes away (end of file, a broken pipe) the script runs on alone."""
+    global _turns
+    if _turns is None:
+        spec = os.environ.get(TURNS_ENV, "")
+        if not spec:
+            _turns = False
+            return
+        try:
+            read_fd, write_fd = (int(x) for x in spec.split(","))
+        except ValueError:
+            raise ValueError("%s=%r: expected two file descriptors, READ,WRITE (set by run.py)" % (TURNS_ENV, spec))
+        _turns = (read_fd, write_fd)
+    if not _turns:
+        return
+    try:
+        os.write(_turns[1], b"t")
+        if os.read(_turns[0], 1) == b"g":
+            return
+    except OSError:
+        pass
+    _turns = False
+
+
 def timed(fn, sync, iters):
-    """Runs fn() iters times, each between two synchronizations; returns the seconds of each."""
+    """Runs fn() iters times, each between two synchronizations and each in a turn of its own
+    (turn()); returns the seconds of each."""
     out = []
     for _ in range(iters):
+        turn()
         sync()
         t0 = time.perf_counter()
         fn()
