@@ -134,8 +134,8 @@ for began, ended, side in sorted(turns):
 PY
 }
 
-@test "workloads harness: lockstep runs a pair's sides at once, one turn at a time, the order reversed each round" {
-    harness --fake --only fake_turns --pairs 2 --out "$WORK/res"
+@test "workloads harness: --lockstep runs a pair's sides at once, one turn at a time, the order reversed each round" {
+    harness --fake --only fake_turns --pairs 2 --lockstep --out "$WORK/res"
     [ "$(cat "$WORK/rc")" = 0 ]
     grep -E '^# lockstep: on \(the sides of a pair at once, taking turns: fake_turns\)$' "$WORK/out.txt"
     turns_of "$WORK/res" 1 >"$WORK/t1"
@@ -148,8 +148,8 @@ PY
     [ "$(cut -d' ' -f1 "$WORK/t1" | tr '\n' ' ')" = "noshim shim guard guard shim noshim noshim shim guard " ]
     [ "$(cut -d' ' -f1 "$WORK/t2" | tr '\n' ' ')" = "guard shim noshim noshim shim guard guard shim noshim " ]
     grep -c '"turns": 3' "$WORK/res/runs.jsonl" | grep -qx 6
-    # --no-lockstep: one side after the other, as for the workloads that cannot take turns
-    harness --fake --only fake_turns --pairs 1 --no-lockstep --out "$WORK/seq"
+    # without --lockstep (the default): one side after the other
+    harness --fake --only fake_turns --pairs 1 --out "$WORK/seq"
     grep -E '^# lockstep: off$' "$WORK/out.txt"
     [ "$(turns_of "$WORK/seq" 1 | cut -d' ' -f1 | tr '\n' ' ')" = "noshim noshim noshim shim shim shim guard guard guard " ]
     # lockstep folders merge only with lockstep folders
@@ -160,7 +160,7 @@ PY
 
 @test "workloads harness: in lockstep, a side that crashes or hangs in a turn fails alone; the other takes every turn" {
     SECONDS=0
-    harness --fake --only fake_turncrash,fake_turnhang --pairs 1 --no-guard --timeout 2 --out "$WORK/res"
+    harness --fake --only fake_turncrash,fake_turnhang --pairs 1 --no-guard --timeout 2 --lockstep --out "$WORK/res"
     [ "$SECONDS" -lt 30 ] # the hanging side would sleep 60 s
     [ "$(cat "$WORK/rc")" = 1 ]
     grep -F 'FAIL fake_turncrash: shim run 1: exit status 3' "$WORK/out.txt"

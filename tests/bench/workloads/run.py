@@ -56,7 +56,7 @@ class Workload:
         self.turn2 = turn2 or {}
         self.default = default
         self.c_loop = c_loop
-        self.lockstep = lockstep  # its script times blocks in turns (wl.turn): run_lockstep runs its pairs
+        self.lockstep = lockstep  # its script times blocks in turns (wl.turn): --lockstep runs its pairs so
 
     def argv(self, ctx):
         if self.c_loop:
@@ -131,9 +131,9 @@ def parse_args(argv):
                         "(default: $OUT/bench-workloads when OUT is set)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds per run (default 60; a lockstep run's own time: not while it waits for its turn)")
-    p.add_argument("--lockstep", action=argparse.BooleanOptionalAction, default=True,
+    p.add_argument("--lockstep", action=argparse.BooleanOptionalAction, default=False,
                    help="run the sides of a pair at the same time, taking turns, for the workloads that can "
-                        "(default on; --no-lockstep: one after the other)")
+                        "(default off: one after the other; README.md here, \"Lockstep\")")
     p.add_argument("--budget", type=float, default=540.0, metavar="S",
                    help="start no new pair once the next would end past S seconds (default 540; 0: no limit)")
     p.add_argument("--inprocess", type=int, default=None, metavar="N",
@@ -403,8 +403,8 @@ def run_lockstep(ctx, w, pair):
     """The sides of one pair as processes alive at the same time, taking turns (wl.turn): each
     round gives every side one turn, in the order of sides_in_order in odd rounds and reversed in
     even ones, after LOCKSTEP_GAP_S of quiet (what a turn left spinning, an OpenMP team, settles).
-    Adjacent turns meet the same state of the host, whose speed flips over seconds (README.md
-    here, "Lockstep"). A process that ends, crashes or runs past its time leaves the others to go on."""
+    Adjacent turns are tens of ms apart (what they showed: README.md here, "Lockstep"). A process
+    that ends, crashes or runs past its time leaves the others to go on."""
     runs = []
     try:
         for side in sides_in_order(ctx, pair):
