@@ -1060,20 +1060,10 @@ def run_pairs(ctx, workloads):
                 ctx.stop_note = "stopped during pair %d, before %s: past --budget %g s" % (pair, w.name, args.budget)
                 print("# " + ctx.stop_note, flush=True)
                 return
-            recs = []
-
-            def keep(rec):  # each run as it ends: an interrupted pair keeps the runs that finished
-                recs.append(rec)
-                ctx.runs.append(rec)
-                if ctx.out:
-                    with open(os.path.join(ctx.out, "runs.jsonl"), "a") as f:
-                        f.write(json.dumps(rec, sort_keys=True) + "\n")
             if args.lockstep and w.lockstep:
-                for rec in run_lockstep(ctx, w, pair):
-                    keep(rec)
-            else:
-                for side in sides_in_order(ctx, pair):
-                    keep(run_one(ctx, w, side, pair))
+                recs = [keep_run(ctx, rec) for rec in run_lockstep(ctx, w, pair)]
+            else:  # each run kept as it ends: an interrupted pair keeps the runs that finished
+                recs = [keep_run(ctx, run_one(ctx, w, side, pair)) for side in sides_in_order(ctx, pair)]
             recs.sort(key=lambda r: SIDES.index(r["side"]))
             progress(args, w, pair, recs)
             if all(r["status"] == "skipped" for r in recs) or any(r["status"] == "timeout" for r in recs):
@@ -1085,6 +1075,15 @@ def run_pairs(ctx, workloads):
                 round_s, args.pairs, total, " (past --budget %g s: fewer pairs will run)" % args.budget
                 if args.budget and total > args.budget else ""), flush=True)
         show(ctx, workloads, final=False)
+
+
+def keep_run(ctx, rec):
+    """Adds a finished run to ctx.runs and to runs.jsonl; returns it."""
+    ctx.runs.append(rec)
+    if ctx.out:
+        with open(os.path.join(ctx.out, "runs.jsonl"), "a") as f:
+            f.write(json.dumps(rec, sort_keys=True) + "\n")
+    return rec
 
 
 def progress(args, w, pair, recs):

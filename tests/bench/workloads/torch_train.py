@@ -8,7 +8,6 @@ Digest: every loss, bit for bit, and the final weights. Skips when PyTorch or a 
 (--graph) when the capture itself fails.
 usage: torch_train.py [--graph]"""
 import sys
-import time
 
 import wl
 
@@ -28,15 +27,7 @@ except wl.CaptureFailed as e:  # the capture is optional: say why it did not run
     wl.skip(NAME, str(e))
 
 losses = [step() for _ in range(WARMUP)]
-blocks = []
-for _ in range(BLOCKS):
-    wl.turn()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(STEPS // BLOCKS):
-        losses.append(step())
-    sync()
-    blocks.append(time.perf_counter() - t0)
+blocks = wl.timed(lambda: losses.extend(step() for _ in range(STEPS // BLOCKS)), sync, BLOCKS)
 
 label = "graph-replayed MLP step, pageable batch, loss.item()" if GRAPH else "MLP step, pageable batch, loss.item()"
 rep.metric("step", label, wl.median(blocks) / (STEPS // BLOCKS) * 1e3, "ms", "same")

@@ -9,9 +9,10 @@ Anything else that goes wrong raises (a traceback, a nonzero exit), which the ha
 "same" (nothing to speed up: it must not slow it down) or "ns" (a per-call cost in ns: the harness
 checks the difference). Every metric is a time: lower is better.
 
-Lockstep (run.py --lockstep, for most workloads): the two sides of a pair run at the same time and
-take turns, so that their timed blocks are tens of ms apart (README.md here, "Lockstep"). A script calls turn() before each timed block (timed() does); with BENCH_WL_TURNS unset,
-turn() does nothing and the script runs straight through, as alone.
+Lockstep (run.py --lockstep, for the workloads registered as able): the two sides of a pair run at
+the same time and take turns, their timed blocks tens of ms apart (README.md here, "Lockstep"). A
+script calls turn() before each timed block (timed() does); with BENCH_WL_TURNS unset, turn() does
+nothing and the script runs straight through, as alone.
 
 BENCH_WL_CPU=1 runs the PyTorch scripts on the CPU (device "cpu", no pinned memory, no CUDA
 graphs): a check of the scripts' own logic on a machine without a GPU; its numbers mean nothing.
