@@ -174,7 +174,7 @@ PY
     cd "$ROOT/tests/bench/workloads"
     BENCH_WL_TURNS=5 run python3 -c 'import wl; wl.turn()'
     [ "$status" -ne 0 ]
-    [[ "$output" == *"BENCH_WL_TURNS='5': expected two file descriptors, READ,WRITE (set by run.py)"* ]]
+    [[ "$output" == *"BENCH_WL_TURNS='5': expected two file descriptors, READ,WRITE (set by the harness: turns.py)"* ]]
     # the harness's end of both pipes closed: turn() returns at once, and again after that
     run python3 -c '
 import os, wl
@@ -587,6 +587,68 @@ PY
         [ "$status" -eq 2 ]
         echo "$output" | grep -F -- "--cpus $bad is not a CPU list of this process's CPUs ("
     done
+}
+
+@test "compare_builds.py --lockstep runs a round's variants at once, one turn at a time, the order rotating and reversed each round; a crash fails alone" {
+    local cmp="$ROOT/tests/bench/workloads/compare_builds.py"
+    # three turns of 50 ms each, noted in a file per process; WHO names the variant, CRASH_IN makes
+    # that variant exit 3 in its second turn
+    cat >"$WORK/turner.py" <<'PY'
+import json, os, sys, time
+import wl
+who, spans = os.environ["WHO"], []
+for k in range(3):
+    wl.turn()
+    began = time.time()
+    if k == 1 and os.environ.get("CRASH_IN") == who:
+        sys.exit(3)
+    time.sleep(0.05)
+    spans.append([began, time.time()])
+with open(os.path.join(os.environ["TURN_DIR"], "%s.%d" % (who, os.getpid())), "w") as f:
+    json.dump(spans, f)
+print(json.dumps({"workload": "turner", "metrics": [{"key": "cpus", "value": len(os.sched_getaffinity(0))}]}))
+PY
+    mkdir "$WORK/turns"
+    PYTHONPATH="$ROOT/tests/bench/workloads" TURN_DIR="$WORK/turns" run python3 "$cmp" --lockstep --rounds 2 --cpus 0 \
+        "$WORK/turner.py" -- a=none,WHO=a b=empty,WHO=b c=none,WHO=c
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -F '2 rounds, order rotating, the variants of a round at once, taking turns, on CPUs 0; median'
+    echo "$output" | grep -E '^cpus +1 \(1-1\) +1 \(1-1\) +1 \(1-1\)$'
+    # every process took its three turns; no two turns overlapped; each round's processes lived at
+    # once; turn by turn, round 1 went a b c, c b a, a b c; round 2 (rotated) b c a, a c b, b c a
+    python3 - "$WORK/turns" <<'PY'
+import json, os, sys
+spans = []
+for name in os.listdir(sys.argv[1]):
+    for t in json.load(open(os.path.join(sys.argv[1], name))):
+        spans.append((t[0], t[1], name.split(".")[0]))
+spans.sort()
+assert len(spans) == 18, spans
+for (b0, e0, _), (b1, e1, _) in zip(spans, spans[1:]):
+    assert e0 <= b1, "turns overlap: %r" % spans
+order = "".join(w for _, _, w in spans)
+assert order == "abccbaabc" + "bcaacbbca", order
+PY
+    # a variant that exits in its second turn fails alone; the others take every turn
+    rm -f "$WORK/turns"/*
+    PYTHONPATH="$ROOT/tests/bench/workloads" TURN_DIR="$WORK/turns" CRASH_IN=b run python3 "$cmp" --lockstep --rounds 1 \
+        "$WORK/turner.py" -- a=none,WHO=a b=none,WHO=b c=none,WHO=c
+    echo "$output"
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -E '^round 1, b: exit 3'
+    [ "$(ls "$WORK/turns" | cut -d. -f1 | sort | tr -d '\n')" = ac ]
+    # without --lockstep each variant runs alone, one after the other
+    rm -f "$WORK/turns"/*
+    PYTHONPATH="$ROOT/tests/bench/workloads" TURN_DIR="$WORK/turns" run python3 "$cmp" --rounds 1 \
+        "$WORK/turner.py" -- a=none,WHO=a b=none,WHO=b
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -F '1 rounds, order rotating; median'
+    python3 - "$WORK/turns" <<'PY'
+import json, os, sys
+runs = sorted(json.load(open(os.path.join(sys.argv[1], n))) for n in os.listdir(sys.argv[1]))
+assert runs[0][-1][1] <= runs[1][0][0], runs
+PY
 }
 
 @test "alloc_count.c counts every allocator call and those of 1 MiB or more; compare_builds.py builds a C file given as a variant's library" {

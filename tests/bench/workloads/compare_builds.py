@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
 """compare_builds.py: one workload script of the suite under several builds or settings of the shim,
 in one run, for comparing variants side by side (machine instances differ more between runs than
-variants do, so compare only within one run). Each round runs every variant once, the order rotating
-from round to round; then each metric's median (min-max) per variant, and the process's peak
-resident memory (peak_rss_mib, from wait4); then each variant against the first, round by round:
-in how many rounds its value was higher, and the median of its value over the first's (the runs of
-one round are close in time, so they share more of the instance's drift than the medians do), with
-its 95 % interval over the rounds from 3 rounds on: an interval that holds 1.000x cannot tell the
-variant from the first.
+variants do, so compare only within one run). Each round runs every variant once, the order
+rotating from round to round (with --lockstep, all at once, taking turns); then each metric's
+median (min-max) per variant, and the process's peak resident memory (peak_rss_mib, from wait4);
+then each variant against the first, round by round: in how many rounds its value was higher, and
+the median of its value over the first's (the runs of one round are close in time, so they share
+more of the instance's drift than the medians do), with its 95 % interval over the rounds from 3
+rounds on: an interval that holds 1.000x cannot tell the variant from the first.
 Never judges the numbers;
 exit status 1 when a run printed no result, 2 on bad usage.
 
-usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] SCRIPT [ARG...] -- VARIANT...
+usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] [--lockstep] SCRIPT [ARG...] -- VARIANT...
   --rounds N  rounds (default 3)
   --budget S  start no new round that would end after S seconds (judged by the longest round so
             far), so a run under a time limit still prints its table; 0 = no limit (default)
   --cpus LIST run every process on these CPUs only (a Linux CPU list: 2-5 or 2,3,4,5; each one of
             this process's), the same for every variant: a process's speed depends on the cores it
             lands on, and bound to the same ones no variant meets other cores than the rest
+  --lockstep  the variants of a round as processes alive at the same time, taking turns: each
+            timed block of a script that calls wl.turn() (wl.timed does) runs while the others
+            wait, tens of ms from theirs (turns.py); a script that does not runs straight through
   SCRIPT    a workload script (tests/bench/workloads/*.py) and its arguments
   VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, "none" for no
             shim, "empty" for a library with nothing in it (built here with cc): what preloading
@@ -39,6 +42,9 @@ import tempfile
 import time
 
 import run  # the suite's bootstrap interval
+import turns
+
+RUN_TIMEOUT_S = 300  # a run's limit (in lockstep its own time, not its waits)
 
 
 def usage(message):
@@ -68,8 +74,11 @@ def built_library(name, source=None):
 
 
 def parse(argv):
-    rounds, budget, cpus = 3, 0, None
-    while argv[:1] in (["--rounds"], ["--budget"], ["--cpus"]):
+    rounds, budget, cpus, lockstep = 3, 0, None, False
+    while argv[:1] in (["--rounds"], ["--budget"], ["--cpus"], ["--lockstep"]):
+        if argv[0] == "--lockstep":
+            lockstep, argv = True, argv[1:]
+            continue
         if len(argv) < 2:
             usage("%s wants a value" % argv[0])
         if argv[0] == "--cpus":
@@ -115,7 +124,7 @@ def parse(argv):
                 usage("variant %s: setting %r is not KEY=VALUE" % (name, kv))
             env[key] = value
         variants.append((name, env))
-    return rounds, budget, cpus, script, variants
+    return rounds, budget, cpus, lockstep, script, variants
 
 
 def run_child(argv, env, timeout, cpus=None):
@@ -145,10 +154,32 @@ def run_child(argv, env, timeout, cpus=None):
 def run_once(script, env, cpus):
     """The metrics ({key: value}) of one run, with its peak resident memory (peak_rss_mib), or None
     with the reason."""
-    done = run_child([sys.executable] + script, env, 300, cpus)
+    done = run_child([sys.executable] + script, env, RUN_TIMEOUT_S, cpus)
     if done is None:
-        return None, "timed out after 300 s"
-    returncode, stdout, stderr, rss_kib = done
+        return None, "timed out after %d s" % RUN_TIMEOUT_S
+    return run_result(*done)
+
+
+def run_round_lockstep(script, order, cpus):
+    """A round's runs in lockstep (turns.py), in order: [(metrics, None) or (None, why)] as run_once
+    gives them. RUN_TIMEOUT_S is each process's own time, not its waits."""
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    takers = [turns.TurnTaker([sys.executable] + script, env, None, RUN_TIMEOUT_S, None, pin) for _, env in order]
+    turns.take_turns(takers)
+    out = []
+    for t in takers:
+        if t.start_error:
+            out.append((None, t.start_error))
+        elif t.timed_out:
+            out.append((None, "timed out after %d s" % RUN_TIMEOUT_S))
+        else:
+            out.append(run_result(t.rc, t.out.decode("utf-8", "replace"), t.err.decode("utf-8", "replace"),
+                              t.peak_rss_kib))
+    return out
+
+
+def run_result(returncode, stdout, stderr, rss_kib):
+    """A finished run's metrics, or None with the reason."""
     results = [l for l in stdout.splitlines() if l.startswith("{")]
     if returncode != 0 or not results:
         return None, "exit %d: %s" % (returncode, stderr.strip().splitlines()[-1:] or "no output")
@@ -175,7 +206,7 @@ def print_table(rows):
 
 
 def main(argv):
-    rounds, budget, cpus, script, variants = parse(argv)
+    rounds, budget, cpus, lockstep, script, variants = parse(argv)
     values = {name: {} for name, _ in variants}
     failed = False
     start, longest, done = time.monotonic(), 0.0, 0
@@ -184,8 +215,11 @@ def main(argv):
         if budget and began + longest - start > budget:
             break
         order = variants[r % len(variants):] + variants[:r % len(variants)]
-        for name, env in order:
-            metrics, why = run_once(script, env, cpus)
+        if lockstep:
+            outcomes = run_round_lockstep(script, order, cpus)
+        else:
+            outcomes = (run_once(script, env, cpus) for _, env in order)
+        for (name, _), (metrics, why) in zip(order, outcomes):
             if metrics is None:
                 print("round %d, %s: %s" % (r + 1, name, why))
                 failed = True
@@ -199,8 +233,8 @@ def main(argv):
         keys += [k for k in per if k not in keys]
     stopped = "" if done == rounds else " (of %d: --budget %d s reached)" % (rounds, budget)
     bound = ", on CPUs %s" % run.cpu_ranges(cpus) if cpus else ""
-    print("# %s, %d rounds%s, order rotating%s; median (min-max) per variant" % (" ".join(script), done, stopped,
-                                                                                  bound))
+    how = "order rotating" + (", the variants of a round at once, taking turns" if lockstep else "")
+    print("# %s, %d rounds%s, %s%s; median (min-max) per variant" % (" ".join(script), done, stopped, how, bound))
     rows = [["metric"] + [name for name, _ in variants]]
     for key in keys:
         cells = []

@@ -19,7 +19,6 @@ import json
 import os
 import random
 import re
-import select
 import shlex
 import shutil
 import signal
@@ -30,7 +29,9 @@ import time
 
 import inprocess
 import merge
+import turns
 import wl
+from turns import kill_group
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -41,7 +42,6 @@ GUARD_ENV = {"PINSHIM_GUARD": "warn", "PINSHIM_GUARD_PAGES": "first"}
 RATIO_SAME, RATIO_FASTER, NS_MAX = 0.99, 1.0, 100.0  # the bounds (README.md here: "Bounds")
 BOOTSTRAP_ROUNDS, BOOTSTRAP_MIN_PAIRS, BOOTSTRAP_SEED = 2000, 3, 12  # a MISS's interval (pair_interval)
 C_LOOP_ITERS = 20000
-LOCKSTEP_GAP_S = 0.01  # quiet before each turn of a lockstep pair (run_lockstep)
 STDERR_TAIL = 30
 
 
@@ -299,130 +299,41 @@ def conclude(ctx, w, rec, rc, out, err, timed_out):
     return rec
 
 
-class Lockstep:
-    """One side's process of a lockstep pair (run_lockstep): started with two pipes for its turns
-    (wl.turn's protocol) and its output going to files, so that a process waiting for its turn
-    never holds up the others on a full pipe. Its --timeout counts its own time only: start-up until
-    it is ready, then its turns, not the time it waits while the others run."""
+class Lockstep(turns.TurnTaker):
+    """One side's process of a lockstep pair (run_lockstep), with its record. Its --timeout counts
+    its own time only (turns.py)."""
 
     def __init__(self, ctx, w, side, pair):
         self.rec = new_record(ctx, w, side, pair)
-        self.proc, self.timed_out, self.turns, self.used = None, False, 0, 0.0
-        self.limit = ctx.args.timeout
-        self.out = tempfile.TemporaryFile(dir=ctx.work)
-        self.err = tempfile.TemporaryFile(dir=ctx.work)
-        go_read, self.go = os.pipe()
-        self.ended, ended_write = os.pipe()
-        env = side_env(ctx, w, side, pair)
-        env[wl.TURNS_ENV] = "%d,%d" % (go_read, ended_write)
-        self.t0 = time.monotonic()
-        try:
-            self.proc = subprocess.Popen(w.argv(ctx), cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=self.out,
-                                         stderr=self.err, start_new_session=True, pass_fds=(go_read, ended_write))
-        except OSError as e:
-            self.rec.update(status="failed", error="cannot start %s: %s" % (w.argv(ctx)[0], e))
-        finally:
-            os.close(go_read)
-            os.close(ended_write)
+        super().__init__(w.argv(ctx), side_env(ctx, w, side, pair), ROOT, ctx.args.timeout, ctx.work)
+        if self.start_error:
+            self.rec.update(status="failed", error=self.start_error)
 
-    def left(self):
-        return max(0.0, self.limit - self.used)
-
-    def give_up(self):
-        self.timed_out = True
-        kill_group(self.proc)
-
-    def read_turn_end(self):
-        """True when the process wrote the end of a turn; False when it ended (end of file)."""
-        return os.read(self.ended, 1) == b"t"
-
-    def turn_ended(self):
-        """Waits until the process ends its turn (True) or ends, or runs past its time (False; then
-        it is killed)."""
-        began = time.monotonic()
-        ready, _, _ = select.select([self.ended], [], [], self.left())
-        self.used += time.monotonic() - began
-        if not ready:
-            self.give_up()
-            return False
-        return self.read_turn_end()
-
-    def grant(self):
-        """Begins the process's next turn; False when it is gone."""
-        self.turns += 1
-        try:
-            os.write(self.go, b"g")
-            return True
-        except OSError:  # it closed its end: ended
-            return False
-
-    def finish(self, ctx, w):
-        for fd in (self.go, self.ended):
-            os.close(fd)
+    def record(self, ctx, w):
+        """The finished run's record (after turns.take_turns)."""
         if self.proc is None:
             return self.rec
-        try:
-            self.proc.wait(timeout=max(0.1, self.left()))
-        except subprocess.TimeoutExpired:
-            self.give_up()
-            self.proc.wait()
-        self.rec["wall_s"] = round(time.monotonic() - self.t0, 3)
+        self.rec["wall_s"] = self.wall_s
         self.rec["turns"] = self.turns
-        for f in (self.out, self.err):
-            f.seek(0)
-        rec = conclude(ctx, w, self.rec, self.proc.returncode, self.out.read(), self.err.read(), self.timed_out)
-        self.out.close()
-        self.err.close()
-        return rec
-
-
-def all_ready(runs):
-    """The runs whose processes became ready (their first turn() call), waiting for all at once:
-    start-up runs side by side. One that ends first, or runs past its time, is left out."""
-    waiting = {r.ended: r for r in runs if r.proc is not None}
-    ready = []
-    while waiting:
-        now = time.monotonic()
-        for r in [r for r in waiting.values() if now - r.t0 >= r.limit]:
-            del waiting[r.ended]
-            r.used = now - r.t0
-            r.give_up()
-        if not waiting:
-            break
-        wait_s = min(r.limit - (now - r.t0) for r in waiting.values())
-        fds, _, _ = select.select(list(waiting), [], [], max(0.0, wait_s))
-        for fd in fds:
-            r = waiting.pop(fd)
-            r.used = time.monotonic() - r.t0
-            if r.read_turn_end():
-                ready.append(r)
-    return [r for r in runs if r in ready]
+        return conclude(ctx, w, self.rec, self.rc, self.out, self.err, self.timed_out)
 
 
 def run_lockstep(ctx, w, pair):
-    """The sides of one pair as processes alive at the same time, taking turns (wl.turn): each
-    round gives every side one turn, in the order of sides_in_order in odd rounds and reversed in
-    even ones, after LOCKSTEP_GAP_S of quiet (what a turn left spinning, an OpenMP team, settles).
-    Adjacent turns are tens of ms apart (what they showed: README.md here, "Lockstep"). A process
-    that ends, crashes or runs past its time leaves the others to go on."""
+    """The sides of one pair as processes alive at the same time, taking turns (wl.turn, turns.py):
+    each round gives every side one turn, in the order of sides_in_order in odd rounds and reversed
+    in even ones. Adjacent turns are tens of ms apart (what they showed: README.md here,
+    "Lockstep"). A process that ends, crashes or runs past its time leaves the others to go on."""
     runs = []
     try:
         for side in sides_in_order(ctx, pair):
             runs.append(Lockstep(ctx, w, side, pair))
-        live = all_ready(runs)
-        rnd = 0
-        while live:
-            for r in list(live if rnd % 2 == 0 else reversed(live)):
-                time.sleep(LOCKSTEP_GAP_S)
-                if not (r.grant() and r.turn_ended()):
-                    live.remove(r)
-            rnd += 1
-    except BaseException:  # interrupted: take the pair's processes down with us
+    except BaseException:
         for r in runs:
             if r.proc is not None:
                 kill_group(r.proc)
         raise
-    return [r.finish(ctx, w) for r in runs]
+    turns.take_turns(runs)
+    return [r.record(ctx, w) for r in runs]
 
 
 def describe_exit(rc, err):
@@ -434,14 +345,6 @@ def describe_exit(rc, err):
         except ValueError:
             pass
     return why + (": " + lines[-1][:200] if lines else "")
-
-
-def kill_group(proc):
-    """Ends the run's process group (it was started in a session of its own: only its processes)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def cuda_include():

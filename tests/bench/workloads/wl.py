@@ -9,10 +9,11 @@ Anything else that goes wrong raises (a traceback, a nonzero exit), which the ha
 "same" (nothing to speed up: it must not slow it down) or "ns" (a per-call cost in ns: the harness
 checks the difference). Every metric is a time: lower is better.
 
-Lockstep (run.py --lockstep, for the workloads registered as able): the two sides of a pair run at
-the same time and take turns, their timed blocks tens of ms apart (README.md here, "Lockstep"). A
-script calls turn() before each timed block (timed() does); with BENCH_WL_TURNS unset, turn() does
-nothing and the script runs straight through, as alone.
+Lockstep (run.py --lockstep, for the workloads registered as able; compare_builds.py --lockstep):
+the processes compared run at the same time and take turns, their timed blocks tens of ms apart
+(turns.py; README.md here, "Lockstep"). A script calls turn() before each timed block (timed()
+does); with BENCH_WL_TURNS unset, turn() does nothing and the script runs straight through, as
+alone.
 
 BENCH_WL_CPU=1 runs the PyTorch scripts on the CPU (device "cpu", no pinned memory, no CUDA
 graphs): a check of the scripts' own logic on a machine without a GPU; its numbers mean nothing.
@@ -82,8 +83,8 @@ _turns = None  # (fd to read the harness's go from, fd to write the end of a tur
 
 
 def turn():
-    """Ends this process's turn and waits for its next (run.py's lockstep): everything between two
-    calls runs while the other side of the pair waits. The protocol, on two pipes whose descriptors
+    """Ends this process's turn and waits for its next (turns.py): everything between two calls
+    runs while the other processes wait. The protocol, on two pipes whose descriptors
     BENCH_WL_TURNS names as "READ,WRITE": the script writes b"t" (a turn ended, or the first call:
     ready), the harness answers b"g" when this process's next turn begins. Without BENCH_WL_TURNS it
     does nothing; if the harness goes away (end of file, a broken pipe) the script runs on alone."""
@@ -96,7 +97,8 @@ def turn():
         try:
             read_fd, write_fd = (int(x) for x in spec.split(","))
         except ValueError:
-            raise ValueError("%s=%r: expected two file descriptors, READ,WRITE (set by run.py)" % (TURNS_ENV, spec))
+            raise ValueError("%s=%r: expected two file descriptors, READ,WRITE (set by the harness: turns.py)"
+                             % (TURNS_ENV, spec))
         _turns = (read_fd, write_fd)
     if not _turns:
         return
