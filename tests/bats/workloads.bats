@@ -589,7 +589,7 @@ PY
     done
 }
 
-@test "compare_builds.py --lockstep runs a round's variants at once, one turn at a time, the order rotating and reversed each round; a crash fails alone" {
+@test "compare_builds.py --lockstep runs a round's variants at once, one turn at a time, the order rotating and reversed each round; a crash fails alone; --out keeps each run" {
     local cmp="$ROOT/tests/bench/workloads/compare_builds.py"
     # three turns of 50 ms each, noted in a file per process; WHO names the variant, CRASH_IN makes
     # that variant exit 3 in its second turn
@@ -633,11 +633,23 @@ PY
     # a variant that exits in its second turn fails alone; the others take every turn
     rm -f "$WORK/turns"/*
     PYTHONPATH="$ROOT/tests/bench/workloads" TURN_DIR="$WORK/turns" CRASH_IN=b run python3 "$cmp" --lockstep --rounds 1 \
-        "$WORK/turner.py" -- a=none,WHO=a b=none,WHO=b c=none,WHO=c
+        --out "$WORK/runs.jsonl" "$WORK/turner.py" -- a=none,WHO=a b=none,WHO=b c=none,WHO=c
     echo "$output"
     [ "$status" -eq 1 ]
     echo "$output" | grep -E '^round 1, b: exit 3'
     [ "$(ls "$WORK/turns" | cut -d. -f1 | sort | tr -d '\n')" = ac ]
+    # --out: every run as a JSON line, in the round's order, the failed one with why
+    cat "$WORK/runs.jsonl"
+    python3 - "$WORK/runs.jsonl" <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r["round"], r["variant"]) for r in runs] == [(1, "a"), (1, "b"), (1, "c")], runs
+assert runs[0]["metrics"]["cpus"] >= 1 and runs[0]["error"] is None, runs
+assert runs[1]["metrics"] is None and runs[1]["error"].startswith("exit 3"), runs
+PY
+    run python3 "$cmp" --out "$WORK/nowhere/runs.jsonl" "$WORK/turner.py" -- a=none
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--out $WORK/nowhere/runs.jsonl cannot be written: No such file or directory"
     # without --lockstep each variant runs alone, one after the other
     rm -f "$WORK/turns"/*
     PYTHONPATH="$ROOT/tests/bench/workloads" TURN_DIR="$WORK/turns" run python3 "$cmp" --rounds 1 \
@@ -726,6 +738,16 @@ probe_refuses_then_skips() {
     echo "$output"
     [ "$status" -eq 0 ]
     [[ "$output" == "$skip_line"* ]]
+}
+
+@test "alloc_forward.c interposes the malloc family and changes nothing: the allocator's edge cases read the same under it" {
+    cc -O2 -Wall -Werror -shared -fPIC "$ROOT/tests/bench/alloc_forward.c" -o "$WORK/libforward.so"
+    # it does interpose: its malloc is the one a program calls
+    nm -D --defined-only "$WORK/libforward.so" | grep -E ' T (malloc|calloc|realloc|free|memalign)$' | wc -l | grep -qx 5
+    run_app plain noshim "$T/allocprog"
+    LD_PRELOAD="$WORK/libforward.so" "$T/allocprog" >"$WORK/forward.out" 2>"$WORK/forward.err"
+    diff "$WORK/plain.out" "$WORK/forward.out"
+    [ "$(grep -c ' ok$' "$WORK/forward.out")" = 45 ]
 }
 
 @test "small_ops_probe.py: bad usage is exit status 2 with the reason; without PyTorch and a GPU it says so and exits 0" {

@@ -11,7 +11,8 @@ rounds on: an interval that holds 1.000x cannot tell the variant from the first.
 Never judges the numbers;
 exit status 1 when a run printed no result, 2 on bad usage.
 
-usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] [--lockstep] SCRIPT [ARG...] -- VARIANT...
+usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] [--lockstep] [--out FILE] SCRIPT [ARG...]
+                         -- VARIANT...
   --rounds N  rounds (default 3)
   --budget S  start no new round that would end after S seconds (judged by the longest round so
             far), so a run under a time limit still prints its table; 0 = no limit (default)
@@ -21,6 +22,8 @@ usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] [--lockstep] SC
   --lockstep  the variants of a round as processes alive at the same time, taking turns: each
             timed block of a script that calls wl.turn() (wl.timed does) runs while the others
             wait, tens of ms from theirs (turns.py); a script that does not runs straight through
+  --out FILE  also write every run there as it ends, one JSON line each: round, variant, and its
+            metrics or why it has none (for reading the rounds one by one)
   SCRIPT    a workload script (tests/bench/workloads/*.py) and its arguments
   VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, "none" for no
             shim, "empty" for a library with nothing in it (built here with cc): what preloading
@@ -74,14 +77,20 @@ def built_library(name, source=None):
 
 
 def parse(argv):
-    rounds, budget, cpus, lockstep = 3, 0, None, False
-    while argv[:1] in (["--rounds"], ["--budget"], ["--cpus"], ["--lockstep"]):
+    rounds, budget, cpus, lockstep, out = 3, 0, None, False, None
+    while argv[:1] in (["--rounds"], ["--budget"], ["--cpus"], ["--lockstep"], ["--out"]):
         if argv[0] == "--lockstep":
             lockstep, argv = True, argv[1:]
             continue
         if len(argv) < 2:
             usage("%s wants a value" % argv[0])
-        if argv[0] == "--cpus":
+        if argv[0] == "--out":
+            out = argv[1]
+            try:
+                open(out, "w").close()
+            except OSError as e:
+                usage("--out %s cannot be written: %s" % (out, e.strerror))
+        elif argv[0] == "--cpus":
             cpus, mine = run.cpu_list(argv[1]), os.sched_getaffinity(0)
             if not cpus or not cpus <= mine:
                 usage("--cpus %s is not a CPU list of this process's CPUs (%s)" %
@@ -124,7 +133,7 @@ def parse(argv):
                 usage("variant %s: setting %r is not KEY=VALUE" % (name, kv))
             env[key] = value
         variants.append((name, env))
-    return rounds, budget, cpus, lockstep, script, variants
+    return rounds, budget, cpus, lockstep, out, script, variants
 
 
 def run_child(argv, env, timeout, cpus=None):
@@ -206,7 +215,7 @@ def print_table(rows):
 
 
 def main(argv):
-    rounds, budget, cpus, lockstep, script, variants = parse(argv)
+    rounds, budget, cpus, lockstep, out, script, variants = parse(argv)
     values = {name: {} for name, _ in variants}
     failed = False
     start, longest, done = time.monotonic(), 0.0, 0
@@ -220,6 +229,9 @@ def main(argv):
         else:
             outcomes = (run_once(script, env, cpus) for _, env in order)
         for (name, _), (metrics, why) in zip(order, outcomes):
+            if out:
+                with open(out, "a") as f:
+                    f.write(json.dumps({"round": r + 1, "variant": name, "metrics": metrics, "error": why}) + "\n")
             if metrics is None:
                 print("round %d, %s: %s" % (r + 1, name, why))
                 failed = True
