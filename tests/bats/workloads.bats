@@ -663,6 +663,44 @@ assert runs[0][-1][1] <= runs[1][0][0], runs
 PY
 }
 
+@test "compare_builds.py --merge prints the tables of --out files as one run's; bad files are named and refused" {
+    local cmp="$ROOT/tests/bench/workloads/compare_builds.py" fake="$ROOT/tests/bench/workloads/fake.py"
+    # fake.py faster: no shim 10 + pair, shim 5 + pair
+    BENCH_WL_PAIR=1 run python3 "$cmp" --rounds 2 --out "$WORK/a.jsonl" "$fake" faster -- none=none shim="$SHIM"
+    [ "$status" -eq 0 ]
+    BENCH_WL_PAIR=3 run python3 "$cmp" --rounds 1 --out "$WORK/b.jsonl" "$fake" faster -- none=none shim="$SHIM"
+    [ "$status" -eq 0 ]
+    run python3 "$cmp" --merge "$WORK/a.jsonl" "$WORK/b.jsonl"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -F "# merged: $fake faster, 3 rounds from 2 files ($WORK/a.jsonl, $WORK/b.jsonl); median"
+    echo "$output" | grep -E '^t +11 \(11-13\) +6 \(6-8\)$'
+    echo "$output" | grep -E '^t +0/3, 0\.545x \(0\.545-0\.615\)$'
+    run python3 "$cmp" --merge --first shim "$WORK/a.jsonl" "$WORK/b.jsonl"
+    echo "$output"
+    echo "$output" | grep -E '^t +3/3, 1\.833x \(1\.625-1\.833\)$'
+    # refused, each naming what was wrong: another script, a line that is not --out's, no file,
+    # no run, a variant that is not there
+    python3 "$cmp" --rounds 1 --out "$WORK/c.jsonl" "$fake" same -- none=none
+    run python3 "$cmp" --merge "$WORK/a.jsonl" "$WORK/c.jsonl"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--merge: $WORK/c.jsonl:1 ran $fake same, where the first line read ran $fake faster"
+    { head -n 1 "$WORK/a.jsonl"; echo '{"round": 2, "variant": "none"'; } >"$WORK/bad.jsonl"
+    run python3 "$cmp" --merge "$WORK/bad.jsonl"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--merge: $WORK/bad.jsonl:2 is not a line of compare_builds.py --out ("
+    run python3 "$cmp" --merge "$WORK/nosuch.jsonl"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--merge: cannot read $WORK/nosuch.jsonl: No such file or directory"
+    : >"$WORK/empty.jsonl"
+    run python3 "$cmp" --merge "$WORK/empty.jsonl"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--merge: no run in $WORK/empty.jsonl"
+    run python3 "$cmp" --merge --first guard "$WORK/a.jsonl"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--merge: --first guard: no such variant (the variants: none, shim)"
+}
+
 @test "alloc_count.c counts every allocator call and those of 1 MiB or more; compare_builds.py builds a C file given as a variant's library" {
     cc -O2 -shared -fPIC "$ROOT/tests/bench/alloc_count.c" -o "$WORK/libcount.so"
     cat >"$WORK/allocs.c" <<'C'

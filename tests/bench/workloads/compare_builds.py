@@ -13,6 +13,7 @@ exit status 1 when a run printed no result, 2 on bad usage.
 
 usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] [--lockstep] [--out FILE] SCRIPT [ARG...]
                          -- VARIANT...
+       compare_builds.py --merge [--first NAME] FILE...
   --rounds N  rounds (default 3)
   --budget S  start no new round that would end after S seconds (judged by the longest round so
             far), so a run under a time limit still prints its table; 0 = no limit (default)
@@ -24,6 +25,9 @@ usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] [--lockstep] [-
             wait, tens of ms from theirs (turns.py); a script that does not runs straight through
   --out FILE  also write every run there as it ends, one JSON line each: round, variant, and its
             metrics or why it has none (for reading the rounds one by one)
+  --merge     run nothing: the tables of earlier runs' --out files (of one script) as one run's,
+            each file's rounds counted apart (several runs at once on one machine, or one after
+            another); --first NAME sets the variants against NAME rather than the first one run
   SCRIPT    a workload script (tests/bench/workloads/*.py) and its arguments
   VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, "none" for no
             shim, "empty" for a library with nothing in it (built here with cc): what preloading
@@ -215,6 +219,13 @@ def print_table(rows):
 
 
 def main(argv):
+    if argv[:1] == ["--merge"]:
+        first = None
+        if argv[1:2] == ["--first"]:
+            if len(argv) < 3:
+                usage("--first wants a variant's name")
+            first, argv = argv[2], argv[2:]
+        return merge(argv[1:], first)
     rounds, budget, cpus, lockstep, out, script, variants = parse(argv)
     values = {name: {} for name, _ in variants}
     failed = False
@@ -231,7 +242,8 @@ def main(argv):
         for (name, _), (metrics, why) in zip(order, outcomes):
             if out:
                 with open(out, "a") as f:
-                    f.write(json.dumps({"round": r + 1, "variant": name, "metrics": metrics, "error": why}) + "\n")
+                    f.write(json.dumps({"script": " ".join(script), "round": r + 1, "variant": name,
+                                        "metrics": metrics, "error": why}) + "\n")
             if metrics is None:
                 print("round %d, %s: %s" % (r + 1, name, why))
                 failed = True
@@ -240,39 +252,89 @@ def main(argv):
                 values[name].setdefault(key, {})[r] = value
         longest = max(longest, time.monotonic() - began)
         done += 1
-    keys = []
-    for per in values.values():
-        keys += [k for k in per if k not in keys]
     stopped = "" if done == rounds else " (of %d: --budget %d s reached)" % (rounds, budget)
     bound = ", on CPUs %s" % run.cpu_ranges(cpus) if cpus else ""
     how = "order rotating" + (", the variants of a round at once, taking turns" if lockstep else "")
-    print("# %s, %d rounds%s, %s%s; median (min-max) per variant" % (" ".join(script), done, stopped, how, bound))
-    rows = [["metric"] + [name for name, _ in variants]]
+    report("%s, %d rounds%s, %s%s" % (" ".join(script), done, stopped, how, bound), [n for n, _ in variants], values)
+    return 1 if failed else 0
+
+
+def merge(files, first=None):
+    """The tables of earlier runs' --out files as one run's: each file's rounds counted apart, the
+    variants against first (a name) or the first one run. Exits 2 when a file cannot be read, a
+    line is not one of --out's, the files ran other scripts, or no variant is named first."""
+    if not files:
+        usage("--merge wants the --out files of earlier runs")
+    names, values, script, rounds = [], {}, None, set()
+    for i, path in enumerate(files):
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            usage("--merge: cannot read %s: %s" % (path, e.strerror))
+        for n, line in enumerate(lines, 1):
+            try:
+                rec = json.loads(line)
+                name, rnd, metrics = rec["variant"], (i, int(rec["round"])), rec["metrics"]
+                if script is None:
+                    script = rec["script"]
+                elif rec["script"] != script:
+                    usage("--merge: %s:%d ran %s, where the first line read ran %s: merge only runs of one script"
+                          % (path, n, rec["script"], script))
+                if metrics is not None and not all(isinstance(v, (int, float)) for v in metrics.values()):
+                    raise ValueError("a metric that is not a number")
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                usage("--merge: %s:%d is not a line of compare_builds.py --out (%s): %.80s" % (path, n, e, line))
+            if name not in values:
+                names.append(name)
+                values[name] = {}
+            rounds.add(rnd)
+            for key, value in (metrics or {}).items():
+                values[name].setdefault(key, {})[rnd] = value
+    if script is None:
+        usage("--merge: no run in %s" % ", ".join(files))
+    if first is not None:
+        if first not in names:
+            usage("--merge: --first %s: no such variant (the variants: %s)" % (first, ", ".join(names)))
+        names.remove(first)
+        names.insert(0, first)
+    report("merged: %s, %d rounds from %d files (%s)" % (script, len(rounds), len(files), ", ".join(files)), names,
+           values)
+    return 0
+
+
+def report(title, names, values):
+    """The two tables: each metric's median (min-max) per variant, then each variant against the
+    first, round by round (paired)."""
+    keys = []
+    for per in values.values():
+        keys += [k for k in per if k not in keys]
+    print("# %s; median (min-max) per variant" % title)
+    rows = [["metric"] + names]
     for key in keys:
         cells = []
-        for name, _ in variants:
+        for name in names:
             v = list(values[name].get(key, {}).values())
             cells.append("%s (%s-%s)" % (number(statistics.median(v)), number(min(v)), number(max(v))) if v else "-")
         rows.append([key] + cells)
     print_table(rows)
-    paired(variants, values, keys)
-    return 1 if failed else 0
+    paired(names, values, keys)
 
 
-def paired(variants, values, keys):
+def paired(names, values, keys):
     """Each variant against the first, over the rounds where both have the metric: rounds higher,
     the median ratio, and with 3 rounds or more its 95 % interval over resampled rounds (run.py's
     bootstrap: a round drawn whole), which tells a variant's difference from the rounds' spread."""
-    if len(variants) < 2:
+    if len(names) < 2:
         return
-    first = variants[0][0]
+    first = names[0]
     print("# against %s, round by round: rounds higher / rounds, median ratio (its 95 %% interval over "
           "the rounds)" % first)
-    rows = [["metric"] + [name for name, _ in variants[1:]]]
+    rows = [["metric"] + names[1:]]
     for key in keys:
         base = values[first].get(key, {})
         cells = []
-        for name, _ in variants[1:]:
+        for name in names[1:]:
             ratios = [v / base[r] for r, v in values[name].get(key, {}).items() if r in base and base[r]]
             if not ratios:
                 cells.append("-")
