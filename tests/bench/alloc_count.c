@@ -17,11 +17,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-void *__libc_malloc(size_t n);
-void *__libc_calloc(size_t count, size_t size);
-void *__libc_realloc(void *p, size_t n);
-void __libc_free(void *p);
-void *__libc_memalign(size_t align, size_t n);
+#include "libc_alloc.h"
 
 #define LARGE_BYTES ((size_t)1 << 20)
 

@@ -8,11 +8,7 @@
 #define _GNU_SOURCE
 #include <stddef.h>
 
-void *__libc_malloc(size_t n);
-void *__libc_calloc(size_t count, size_t size);
-void *__libc_realloc(void *p, size_t n);
-void __libc_free(void *p);
-void *__libc_memalign(size_t align, size_t n);
+#include "libc_alloc.h"
 
 void *malloc(size_t n) { return __libc_malloc(n); }
 void *calloc(size_t count, size_t size) { return __libc_calloc(count, size); }
