@@ -142,26 +142,16 @@ def parse(argv):
 
 def run_child(argv, env, timeout, cpus=None):
     """Runs argv to its end, on the CPUs cpus (all of ours when None): (exit code, stdout, stderr,
-    peak resident set in KiB), or None on timeout. Reaped with wait4 for its resource usage (the
-    process's own peak, and its waited-for children's)."""
+    peak resident set in KiB, turns.reap), or None on timeout."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True,
                                  preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                child.kill()
-                os.wait4(child.pid, 0)
-                child.returncode = -9
-                return None
-            time.sleep(0.02)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        returncode, usage, late = turns.reap(child, timeout, child.kill)
+        if late:
+            return None
         out.seek(0)
         err.seek(0)
-        return child.returncode, out.read(), err.read(), usage.ru_maxrss
+        return returncode, out.read(), err.read(), usage.ru_maxrss
 
 
 def run_once(script, env, cpus):

@@ -31,7 +31,6 @@ import inprocess
 import merge
 import turns
 import wl
-from turns import kill_group
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -266,10 +265,10 @@ def run_one(ctx, w, side, pair):
         out, err = proc.communicate(timeout=ctx.args.timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        kill_group(proc)
+        turns.kill_group(proc)
         out, err = proc.communicate()
     except BaseException:  # interrupted: take the run's processes down with us
-        kill_group(proc)
+        turns.kill_group(proc)
         proc.communicate()
         raise
     rec["wall_s"] = round(time.monotonic() - t0, 3)
@@ -330,7 +329,7 @@ def run_lockstep(ctx, w, pair):
     except BaseException:
         for r in runs:
             if r.proc is not None:
-                kill_group(r.proc)
+                turns.kill_group(r.proc)
         raise
     turns.take_turns(runs)
     return [r.record(ctx, w) for r in runs]

@@ -31,6 +31,22 @@ def kill_group(proc):
         pass
 
 
+def reap(proc, timeout, on_timeout):
+    """Waits for proc to end, polling wait4 (for its resource usage: the process's own peak
+    resident set, and its waited-for children's), and calls on_timeout() once, which must end it,
+    when timeout seconds pass first. Returns (exit code, rusage, whether on_timeout was called)."""
+    deadline, late = time.monotonic() + timeout, False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage, late
+        if not late and time.monotonic() > deadline:
+            late = True
+            on_timeout()
+        time.sleep(0.01)
+
+
 class TurnTaker:
     """One process taking turns. After finish(): rc (None if it never started), out and err (bytes),
     wall_s, turns, timed_out, peak_rss_kib (the process's own and its waited-for children's peak,
@@ -94,15 +110,7 @@ class TurnTaker:
         for fd in (self.go, self.ended):
             os.close(fd)
         if self.proc is not None:
-            deadline = time.monotonic() + max(0.1, self.left())
-            while True:
-                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() > deadline and not self.timed_out:
-                    self.give_up()
-                time.sleep(0.01)
-            self.proc.returncode = self.rc = os.waitstatus_to_exitcode(status)
+            self.rc, usage, _ = reap(self.proc, max(0.1, self.left()), self.give_up)
             self.peak_rss_kib = usage.ru_maxrss
             self.wall_s = round(time.monotonic() - self.t0, 3)
             self._out.seek(0)
