@@ -7,8 +7,9 @@ all their pairs would have had: the runs, their pairs numbered on from folder to
 in-process samples pooled (each process counts once, whichever folder it came from).
 
 Folders are merged only when they measured the same thing: the same library (its build commit and
-size), the same GPU model, the same sides, the same shim settings from the environment, the same
-CPUs (all of the machine's, or those every run was bound to, as the header says) and lockstep alike
+size), the same GPU model, the same sides, the same shim settings from the environment, as many
+CPUs (all of the machine's, or as many as every run was bound to, as the header says: folders of
+runs bound to one CPU each, CPU 4 in one and CPU 8 in another, merge, the header naming both) and lockstep alike
 (on or off; a folder of an older run.py: off); the instances may differ (each pair ran its sides
 on one machine). Anything else, or a folder that cannot be read, is a MergeError naming the folder
 and what was expected; so is a run found in two folders (one folder given twice, or a merged folder
@@ -46,9 +47,23 @@ def identity(header):
         "GPU": re.sub(r"^GPU \d+: | \((UUID: [^)]*|\d+ instances)\)", "", machine.split(";")[0]),
         "sides": sides.split(";")[0],
         "shim settings from the environment": sides.split("shim settings from the environment:")[-1].strip(),
-        "CPUs": (re.findall(r", runs on CPUs ([0-9,-]+)", machine) or ["all"])[0],
+        "number of CPUs a run was bound to": bound_count(machine),
         "lockstep": (header_field(header, "# lockstep:") or "off").split()[0],
     }
+
+
+def bound_cpus(machine):
+    """The CPU lists of a header's machine line, ", runs on CPUs 4" (run.py) or, merged from
+    folders bound to different ones, ", runs on CPUs 4 | 8" (merge()); [] when not bound."""
+    found = re.search(r", runs on CPUs ([0-9,| -]+)$", machine)
+    return found.group(1).split(" | ") if found else []
+
+
+def bound_count(machine):
+    """How many CPUs every run of a header's machine line was bound to: "all", or a number."""
+    from run import cpu_list  # run.py imports this module: imported when first needed
+    lists = bound_cpus(machine)
+    return "%d" % len(cpu_list(lists[0]) or ()) if lists else "all"
 
 
 def instances(summary, folder):
@@ -114,7 +129,7 @@ def merge(folders):
     merged = {"runs": [], "notes": [], "folders": [], "inprocess": None}
     first_id = None
     samples, problems, pooled_from = {}, [], 0
-    machines = set()
+    machines, cpus = set(), []
     seen = {}  # each run's identity -> the folder it came from
     for folder in folders:
         summary, runs = load_folder(folder)
@@ -128,6 +143,7 @@ def merge(folders):
                                  "settings, CPUs and lockstep" % (folder, what, value or "(none)", folders[0],
                                                            first_id[what] or "(none)"))
         machines.update(summary["instances"])
+        cpus += [c for c in bound_cpus(header_field(header, "# machine:")) if c not in cpus]
         offset = max([r["pair"] for r in merged["runs"]] or [0])
         for r in runs:
             key = run_identity(r)
@@ -150,6 +166,9 @@ def merge(folders):
     merged["instances"] = sorted(machines)
     if len(machines) > 1:  # instances of one model: the header names how many, not the first one's id
         merged["header"] = [re.sub(r" \((UUID: [^)]*|\d+ instances)\)", " (%d instances)" % len(machines), h)
+                            if h.startswith("# machine:") else h for h in merged["header"]]
+    if len(cpus) > 1:  # as many CPUs in every folder, not the same ones: the header names each
+        merged["header"] = [re.sub(r", runs on CPUs [0-9,| -]+$", ", runs on CPUs %s" % " | ".join(cpus), h)
                             if h.startswith("# machine:") else h for h in merged["header"]]
     if samples or problems:
         merged["inprocess"] = {"rows": inprocess.rows_from(samples), "problems": problems, "samples": samples}
