@@ -368,7 +368,7 @@ PY
     grep -E '^FAIL fake_crash: shim run 3: exit status 3' "$WORK/out.txt"
 }
 
-@test "workloads harness: the header names the CPUs every run was bound to (taskset); runs bound otherwise do not merge" {
+@test "workloads harness: the header names the CPUs every run was bound to (taskset); runs bound to as many CPUs merge, others do not" {
     [ "$(nproc --all)" -ge 2 ] || skip "needs a machine of 2 CPUs or more to bind runs to one"
     taskset -c 0 python3 "$RUN_PY" --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/bound" >"$WORK/out.txt"
     cat "$WORK/out.txt"
@@ -809,4 +809,22 @@ probe_refuses_then_skips() {
     probe_refuses_then_skips cupy_phases.py "--rounds must be at least 2 (the first is a warm-up), not 1" \
         'import cupy, sys; sys.exit(0 if cupy.cuda.runtime.getDeviceCount() > 0 else 1)' 2 \
         "cupy_phases: skipped: CuPy with a CUDA device is needed" --rounds 1
+}
+
+@test "inprocess_ab.py --cold and torch_fresh.py --sizes: a value out of range is refused, naming what was expected; a good one runs (here: skips without PyTorch)" {
+    run python3 "$ROOT/tests/bench/inprocess_ab.py" --cold 5000
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -F -- "--cold 0 to 4096 (MiB), not 100, 200 and 5000"
+    run python3 "$ROOT/tests/bench/workloads/torch_fresh.py" --sizes 1,3
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--sizes 1,3: expected sizes in MiB among 1,4,8,64,256,1024"
+    if python3 -c 'import torch' 2>/dev/null; then
+        skip "PyTorch is importable here: the good values would run the workloads"
+    fi
+    run python3 "$ROOT/tests/bench/workloads/torch_fresh.py" --sizes 1,4
+    [ "$status" -eq 0 ]
+    [[ "$output" == '{"workload": "torch_fresh", "skipped": "torch not importable'* ]]
+    LD_PRELOAD="$SHIM" run python3 "$ROOT/tests/bench/inprocess_ab.py" --cold 8 --ops 20 --groups 4
+    [ "$status" -eq 0 ]
+    [ "$output" = "inprocess_ab.py: no PyTorch here; nothing measured" ]
 }

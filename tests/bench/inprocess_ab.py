@@ -31,8 +31,15 @@ flips between two levels some 20 % apart every few tens of milliseconds (a pure-
 row, timed in the same blocks, shows it), so long blocks pair a fast block with a slow one and
 spread the differences by more than the shim's cost; short adjacent blocks share the level.
 
+With --cold MIB each operation runs alone: before it, untimed, the process writes MIB MiB of other
+memory and synchronizes the device, so the operation meets the caches (data, code, address
+translations) as a program's other work, or another process on the same CPU, leaves them, rather
+than as the operation before it did; only the operation is timed (the rows whose work is one
+operation at a time: not the DataLoader's or JAX's). Run bound to one CPU (taskset) it reproduces
+what the suite's lockstep sees between two turns.
+
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K] [--json]
-[--only TEXT] (default 200 groups of 100 operations; the DataLoader row a third as many groups;
+[--only TEXT] [--cold MIB] (default 200 groups of 100 operations; the DataLoader row a third as many groups;
 --json adds one JSON line per workload, as the suite's tests/bench/workloads/inprocess.py reads
 them). Needs PyTorch and a GPU; prints a line and exits 0
 without them. Never asserts a timing."""
@@ -60,10 +67,12 @@ def main():
     p.add_argument("--ops", type=int, default=100, help="operations per block, at most 1000 (default 100)")
     p.add_argument("--json", action="store_true", help="also print each workload's figures as a JSON line")
     p.add_argument("--only", metavar="TEXT", help="only the rows whose name holds TEXT (and the control row)")
+    p.add_argument("--cold", type=int, default=0, metavar="MIB",
+                   help="each operation timed alone after writing MIB MiB of other memory (default 0: off)")
     args = p.parse_args()
-    if not 1 <= args.ops <= 1000 or args.groups < 4:
-        sys.exit("inprocess_ab.py: --ops must be 1 to 1000 and --groups at least 4, not %d and %d" % (args.ops,
-                                                                                                  args.groups))
+    if not 1 <= args.ops <= 1000 or args.groups < 4 or not 0 <= args.cold <= 4096:
+        sys.exit("inprocess_ab.py: --ops must be 1 to 1000, --groups at least 4 and --cold 0 to 4096 (MiB), not %d, "
+                 "%d and %d" % (args.ops, args.groups, args.cold))
     ops = args.ops
     observe = getattr(ctypes.CDLL(None), "pinshim_bench_observe", None)
     if observe is None:
@@ -96,6 +105,8 @@ def main():
         turn[0] = (start + ops) % len(tensors)
         return [tensors[(start + i) % len(tensors)] for i in range(ops)]
 
+    elsewhere = torch.empty(args.cold << 20, dtype=torch.uint8) if args.cold else None
+
     def timed(body, n):
         """(seconds, n): body() timed from an idle device until its work has finished."""
         sync()
@@ -103,6 +114,19 @@ def main():
         body()
         sync()
         return time.perf_counter() - t, n
+
+    def timed_cold(op, n):
+        """(seconds, n): op() n times, each timed alone from an idle device until its work has
+        finished, after the other memory was written (untimed)."""
+        total = 0.0
+        for i in range(n):
+            elsewhere.fill_(i & 0xff)
+            sync()
+            t = time.perf_counter()
+            op()
+            sync()
+            total += time.perf_counter() - t
+        return total, n
 
     def item():
         for _ in range(ops):
@@ -135,6 +159,30 @@ def main():
         seconds, n = run()
         return seconds / n * 1e9
 
+    def one_at_a_time(tensors, **kw):
+        batch = iter(next_slice(tensors))
+        return lambda: next(batch).to(dev, **kw)
+
+    fresh_i = [0]
+
+    def one_fresh():
+        fresh_i[0] += 1
+        (base + fresh_i[0] % fresh_ops).to(dev)
+
+    def one_control():
+        acc = 0
+        for i in range(200):
+            acc += i
+
+    cold = (("item", lambda: timed_cold(x.item, ops)),  # (row, block) with --cold
+            ("4KB pageable", lambda: timed_cold(one_at_a_time(small), ops)),
+            ("4KB pageable nb", lambda: timed_cold(one_at_a_time(small, non_blocking=True), ops)),
+            ("4KB pinned nb", lambda: timed_cold(one_at_a_time(pinned, non_blocking=True), ops)),
+            ("event record+query", lambda: timed_cold(lambda: (ev.record(), ev.query()), ops)),
+            ("1MB fresh pageable", lambda: timed_cold(one_fresh, fresh_ops)),
+            ("MLP step", lambda: timed_cold(step, 1)),
+            ("graph-replayed step", lambda: timed_cold(graph_step, 1)),
+            ("control (no CUDA)", lambda: timed_cold(one_control, ops)))
     workloads = (("item", lambda: timed(item, ops), args.groups),  # (row, block, groups)
                  ("4KB pageable", lambda: timed(copies(small), ops), args.groups),
                  ("4KB pageable nb", lambda: timed(copies(small, non_blocking=True), ops), args.groups),
@@ -146,8 +194,13 @@ def main():
                  ("DataLoader pinned", lambda: timed(next_batches, LOADER_BATCHES), loader_groups),
                  ("jax device_put", lambda: jax_put(), loader_groups),
                  ("control (no CUDA)", lambda: timed(control, ops), args.groups))
+    if args.cold:
+        print("each operation alone, after writing %d MiB of other memory (untimed)" % args.cold)
     print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
                                              "mean +- 2 se", "ratio"))
+    if args.cold:
+        cold_block = dict(cold)
+        workloads = tuple((name, cold_block[name], groups) for name, _, groups in workloads if name in cold_block)
     chosen = [w for w in workloads if not args.only or args.only.lower() in w[0].lower() or w[0].startswith("control")]
     if len(chosen) == 1:
         sys.exit("inprocess_ab.py: no row's name holds %r; the rows: %s" % (args.only, ", ".join(w[0] for w in workloads)))
@@ -177,7 +230,7 @@ def main():
         if args.json:
             print(json.dumps({"inprocess": name, "forward_ns": f, "observe_ns": o, "median_ns": statistics.median(diffs),
                               "q1_ns": q[0], "q3_ns": q[2], "mean_ns": statistics.fmean(diffs), "se_ns": se,
-                              "groups": len(diffs), "ops": ops}), flush=True)
+                              "groups": len(diffs), "ops": ops, "cold_mib": args.cold}), flush=True)
 
 
 def replayed_step(torch, dev):

@@ -3,7 +3,10 @@ so only staging can help (from stage_min_bytes, 4 MiB; smaller copies pass to th
 MiB (30 copies each), 64 MiB (8), 256 MiB (4), 1 GiB (3), each size after one warm-up copy, and for
 reference the 4 MiB and 64 MiB copies from a preallocated pinned tensor. Only the copy and its
 synchronize are timed, not the computation. Metrics: ms per copy (median). Digest: every copy as it
-arrived on the GPU."""
+arrived on the GPU. --sizes MIB[,MIB...] copies only those of the sizes (compare_builds.py: the
+small copies without the seconds the large ones take)."""
+import argparse
+
 import wl
 
 NAME = "torch_fresh"
@@ -19,6 +22,18 @@ def human(nbytes):
 def key_of(nbytes):
     return human(nbytes).replace(" ", "")
 
+
+parser = argparse.ArgumentParser(description="fresh pageable tensors .to(cuda), per size")
+parser.add_argument("--sizes", metavar="MIB[,MIB...]", help="only these sizes, in MiB, of %s" %
+                    ",".join(str(n >> 20) for n, _ in SIZES))
+args = parser.parse_args()
+if args.sizes:
+    chosen = set(args.sizes.split(","))
+    unknown = chosen - {str(n >> 20) for n, _ in SIZES}
+    if unknown:
+        parser.error("--sizes %s: expected sizes in MiB among %s" % (args.sizes,
+                                                                       ",".join(str(n >> 20) for n, _ in SIZES)))
+    SIZES = [(n, iters) for n, iters in SIZES if str(n >> 20) in chosen]
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 rep = wl.Report(NAME)
