@@ -388,15 +388,16 @@ for cpus, text in (({0}, "0"), ({2, 3, 4, 5, 8}, "2-5,8"), ({1, 3, 4}, "1,3-4"))
     harness --merge "$WORK/bound" "$WORK/bound2"
     [ "$(cat "$WORK/rc")" = 0 ]
     grep -E '^# machine: .*; [0-9]+ cores, runs on CPUs 0$' "$WORK/out.txt"
-    # one CPU each, other CPUs: they merge, the header naming each list; a merged folder merges again
+    # one CPU each, other CPUs of the same machine (groups side by side): they merge, one instance,
+    # the header naming each list; a merged folder merges again, with another instance
     taskset -c 1 python3 "$RUN_PY" --fake --only fake_same --pairs 1 --inprocess 0 --out "$WORK/bound3" >/dev/null
-    sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-j)/" "$WORK/bound3/summary.json"
+    sed -i "s/no GPU seen by nvidia-smi/GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-h)/" "$WORK/bound3/summary.json"
     harness --merge "$WORK/bound" "$WORK/bound3" --out "$WORK/m13"
     [ "$(cat "$WORK/rc")" = 0 ]
-    grep -E '^# machine: .* \(2 instances\); [0-9]+ cores, runs on CPUs 0 \| 1$' "$WORK/out.txt"
+    grep -E '^# machine: .*\(UUID: GPU-h\); [0-9]+ cores, runs on CPUs 0 \| 1$' "$WORK/out.txt"
     harness --merge "$WORK/m13" "$WORK/bound2"
     [ "$(cat "$WORK/rc")" = 0 ]
-    grep -E '^# machine: .* \(3 instances\); [0-9]+ cores, runs on CPUs 0 \| 1$' "$WORK/out.txt"
+    grep -E '^# machine: .* \(2 instances\); [0-9]+ cores, runs on CPUs 0 \| 1$' "$WORK/out.txt"
 }
 
 @test "workloads harness: --merge refuses folders of other builds, GPUs, sides or settings, unreadable ones, a run twice, and an --out among them" {

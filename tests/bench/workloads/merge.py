@@ -66,18 +66,24 @@ def bound_count(machine):
     return "%d" % len(cpu_list(lists[0]) or ()) if lists else "all"
 
 
+def machine_instance(machine):
+    """A header's machine line less the CPUs its runs were bound to: runs of one machine bound to
+    other CPUs (groups run side by side) came from one instance."""
+    return re.sub(r", runs on CPUs [0-9,| -]+$", "", machine)
+
+
 def instances(summary, folder):
     """The machine instances a folder's runs came from: its summary's list (run.py writes one, a merge
     the union of its folders'), else, from an older run.py, its header's machine line, or for a
     merged folder's "(N instances)" N names of its own (the instances' ids are not kept there)."""
     listed = summary.get("instances")
     if isinstance(listed, list) and listed and all(isinstance(m, str) for m in listed):
-        return listed
+        return [machine_instance(m) for m in listed]
     machine = header_field(summary["header"], "# machine:")
     n = re.search(r"\((\d+) instances\)", machine)
     if n:
         return ["%s: instance %d of %s" % (folder, k, n.group(1)) for k in range(1, int(n.group(1)) + 1)]
-    return [machine]
+    return [machine_instance(machine)]
 
 
 def run_identity(run):

@@ -715,7 +715,8 @@ def write_outputs(ctx, head, report, text, markdown_table, foot):
     with open(os.path.join(ctx.out, "table.md"), "w") as f:
         f.write("\n".join(md))
     with open(os.path.join(ctx.out, "summary.json"), "w") as f:
-        instances = ctx.merged["instances"] if ctx.merged else [merge.header_field(head, "# machine:")]
+        instances = (ctx.merged["instances"] if ctx.merged
+                     else [merge.machine_instance(merge.header_field(head, "# machine:"))])
         json.dump({"header": head, "workloads": report, "footer": foot, "inprocess": ctx.inprocess,
                    "instances": instances}, f, indent=1, sort_keys=True)
         f.write("\n")
