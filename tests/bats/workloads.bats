@@ -812,19 +812,25 @@ probe_refuses_then_skips() {
         "cupy_phases: skipped: CuPy with a CUDA device is needed" --rounds 1
 }
 
-@test "inprocess_ab.py --cold and torch_fresh.py --sizes: a value out of range is refused, naming what was expected; a good one runs (here: skips without PyTorch)" {
+@test "inprocess_ab.py --cold, torch_fresh.py --sizes and torch_reuse.py --keys: a value out of range is refused, naming what was expected; a good one runs (here: skips without PyTorch)" {
     run python3 "$ROOT/tests/bench/inprocess_ab.py" --cold 5000
     [ "$status" -ne 0 ]
     echo "$output" | grep -F -- "--cold 0 to 4096 (MiB), not 100, 200 and 5000"
     run python3 "$ROOT/tests/bench/workloads/torch_fresh.py" --sizes 1,3
     [ "$status" -eq 2 ]
     echo "$output" | grep -F -- "--sizes 1,3: expected sizes in MiB among 1,4,8,64,256,1024"
+    run python3 "$ROOT/tests/bench/workloads/torch_reuse.py" --keys 4KB,8KB
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--keys 4KB,8KB: expected variants among 4KB,4KB_nb,4MB,4MB_nb,4KB_pinned,4MB_pinned"
     if python3 -c 'import torch' 2>/dev/null; then
         skip "PyTorch is importable here: the good values would run the workloads"
     fi
     run python3 "$ROOT/tests/bench/workloads/torch_fresh.py" --sizes 1,4
     [ "$status" -eq 0 ]
     [[ "$output" == '{"workload": "torch_fresh", "skipped": "torch not importable'* ]]
+    run python3 "$ROOT/tests/bench/workloads/torch_reuse.py" --keys 4KB,4KB_pinned
+    [ "$status" -eq 0 ]
+    [[ "$output" == '{"workload": "torch_reuse", "skipped": "torch not importable'* ]]
     LD_PRELOAD="$SHIM" run python3 "$ROOT/tests/bench/inprocess_ab.py" --cold 8 --ops 20 --groups 4
     [ "$status" -eq 0 ]
     [ "$output" = "inprocess_ab.py: no PyTorch here; nothing measured" ]

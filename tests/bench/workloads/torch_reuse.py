@@ -3,10 +3,21 @@ in memory, weights re-sent): 1000 tensors of 4 KB and 200 tensors of 4 MB, block
 non_blocking=True, and for reference the same copies from pinned tensors (the ceiling). Each
 variant: 3 warm-up passes (the shim registers a buffer at its third copy), then 4 measured passes.
 Metrics: ms per pass (median of the measured passes). Digest: every tensor as it arrived, last pass
-of each variant."""
+of each variant. --keys KEY[,KEY...] runs only those variants (compare_builds.py: the 4 KB copies
+without the 4 MB ones' seconds)."""
+import argparse
+
 import wl
 
 NAME, WARMUP, PASSES = "torch_reuse", 3, 4
+KEYS = ("4KB", "4KB_nb", "4MB", "4MB_nb", "4KB_pinned", "4MB_pinned")
+
+parser = argparse.ArgumentParser(description="the same pageable tensors .to(cuda) pass after pass")
+parser.add_argument("--keys", metavar="KEY[,KEY...]", help="only these variants, of %s" % ",".join(KEYS))
+args = parser.parse_args()
+chosen = set(args.keys.split(",")) if args.keys else set(KEYS)
+if not chosen <= set(KEYS):
+    parser.error("--keys %s: expected variants among %s" % (args.keys, ",".join(KEYS)))
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 rep = wl.Report(NAME)
@@ -15,10 +26,12 @@ rep.notes.update(wl.torch_versions(torch))
 small_base = torch.arange(1024, dtype=torch.float32)          # 4 KB
 big_base = torch.arange(1000 * 1000, dtype=torch.float32) % 1009  # 4 MB, as tests/gpu/torch_reuse.py
 small = [small_base + i for i in range(1000)]
-big = [big_base + i for i in range(200)]
+big = [big_base + i for i in range(200)] if chosen & {"4MB", "4MB_nb", "4MB_pinned"} else []
 
 
 def run(key, label, xs, non_blocking, expect, ref=False):
+    if key not in chosen:
+        return
     result = []
 
     def one_pass():
@@ -38,8 +51,10 @@ run("4MB", "200 x 4 MB pageable .to(cuda), per pass", big, False, "faster")
 run("4MB_nb", "200 x 4 MB pageable .to(cuda, non_blocking), per pass", big, True, "faster")
 if not wl.cpu_test_mode():
     # One pinned allocation per size, cut into views: 1200 separate cudaHostAlloc calls would cost seconds.
-    pinned_small = list(torch.stack(small).pin_memory().unbind(0))
-    run("4KB_pinned", "ref: the 4 KB copies from pinned memory", pinned_small, True, "same", True)
-    pinned_big = list(torch.stack(big).pin_memory().unbind(0))
-    run("4MB_pinned", "ref: the 4 MB copies from pinned memory", pinned_big, True, "same", True)
+    if "4KB_pinned" in chosen:
+        pinned_small = list(torch.stack(small).pin_memory().unbind(0))
+        run("4KB_pinned", "ref: the 4 KB copies from pinned memory", pinned_small, True, "same", True)
+    if "4MB_pinned" in chosen:
+        pinned_big = list(torch.stack(big).pin_memory().unbind(0))
+        run("4MB_pinned", "ref: the 4 MB copies from pinned memory", pinned_big, True, "same", True)
 rep.emit()
