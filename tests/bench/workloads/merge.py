@@ -9,9 +9,10 @@ in-process samples pooled (each process counts once, whichever folder it came fr
 Folders are merged only when they measured the same thing: the same library (its build commit and
 size), the same GPU model, the same sides, the same shim settings from the environment, as many
 CPUs (all of the machine's, or as many as every run was bound to, as the header says: folders of
-runs bound to one CPU each, CPU 4 in one and CPU 8 in another, merge, the header naming both) and lockstep alike
-(on or off; a folder of an older run.py: off); the instances may differ (each pair ran its sides
-on one machine). Anything else, or a folder that cannot be read, is a MergeError naming the folder
+runs bound to one CPU each, CPU 4 in one and CPU 8 in another, merge, the header naming both) and
+lockstep alike (on or off; a folder of an older run.py: off); the instances may differ (each pair
+ran its sides on one machine; groups run side by side on other CPUs of one machine are one
+instance). Anything else, or a folder that cannot be read, is a MergeError naming the folder
 and what was expected; so is a run found in two folders (one folder given twice, or a merged folder
 with one it was merged from: its pairs would count twice). A merged folder merges again: its
 summary lists the instances its runs came from.
