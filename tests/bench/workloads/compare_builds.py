@@ -140,12 +140,17 @@ def parse(argv):
     return rounds, budget, cpus, lockstep, out, script, variants
 
 
+def pinned_to(cpus):
+    """A child's preexec_fn putting it on the CPUs cpus, or None (all of ours) when cpus is None."""
+    return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+
+
 def run_child(argv, env, timeout, cpus=None):
     """Runs argv to its end, on the CPUs cpus (all of ours when None): (exit code, stdout, stderr,
     peak resident set in KiB, turns.reap), or None on timeout."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True,
-                                 preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+                                 preexec_fn=pinned_to(cpus))
         returncode, usage, late = turns.reap(child, timeout, child.kill)
         if late:
             return None
@@ -166,8 +171,8 @@ def run_once(script, env, cpus):
 def run_round_lockstep(script, order, cpus):
     """A round's runs in lockstep (turns.py), in order: [(metrics, None) or (None, why)] as run_once
     gives them. RUN_TIMEOUT_S is each process's own time, not its waits."""
-    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
-    takers = [turns.TurnTaker([sys.executable] + script, env, None, RUN_TIMEOUT_S, None, pin) for _, env in order]
+    takers = [turns.TurnTaker([sys.executable] + script, env, None, RUN_TIMEOUT_S, None, pinned_to(cpus))
+              for _, env in order]
     turns.take_turns(takers)
     out = []
     for t in takers:

@@ -26,14 +26,8 @@ def key_of(nbytes):
 parser = argparse.ArgumentParser(description="fresh pageable tensors .to(cuda), per size")
 parser.add_argument("--sizes", metavar="MIB[,MIB...]", help="only these sizes, in MiB, of %s" %
                     ",".join(str(n >> 20) for n, _ in SIZES))
-args = parser.parse_args()
-if args.sizes:
-    chosen = set(args.sizes.split(","))
-    unknown = chosen - {str(n >> 20) for n, _ in SIZES}
-    if unknown:
-        parser.error("--sizes %s: expected sizes in MiB among %s" % (args.sizes,
-                                                                       ",".join(str(n >> 20) for n, _ in SIZES)))
-    SIZES = [(n, iters) for n, iters in SIZES if str(n >> 20) in chosen]
+sizes = wl.chosen(parser, "--sizes", parser.parse_args().sizes, [str(n >> 20) for n, _ in SIZES], "sizes in MiB")
+SIZES = [(n, iters) for n, iters in SIZES if str(n >> 20) in sizes]
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 rep = wl.Report(NAME)

@@ -14,10 +14,7 @@ KEYS = ("4KB", "4KB_nb", "4MB", "4MB_nb", "4KB_pinned", "4MB_pinned")
 
 parser = argparse.ArgumentParser(description="the same pageable tensors .to(cuda) pass after pass")
 parser.add_argument("--keys", metavar="KEY[,KEY...]", help="only these variants, of %s" % ",".join(KEYS))
-args = parser.parse_args()
-chosen = set(args.keys.split(",")) if args.keys else set(KEYS)
-if not chosen <= set(KEYS):
-    parser.error("--keys %s: expected variants among %s" % (args.keys, ",".join(KEYS)))
+chosen = wl.chosen(parser, "--keys", parser.parse_args().keys, KEYS, "variants")
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 rep = wl.Report(NAME)

@@ -79,6 +79,17 @@ def median(values):
 
 
 TURNS_ENV = "BENCH_WL_TURNS"
+def chosen(parser, option, text, allowed, what):
+    """The set of allowed values a comma-separated option's text names (all of them when text is
+    None); an unknown one is parser.error's exit 2: "OPTION TEXT: expected WHAT among A,B"."""
+    if text is None:
+        return set(allowed)
+    names = set(text.split(","))
+    if not names <= set(allowed):
+        parser.error("%s %s: expected %s among %s" % (option, text, what, ",".join(allowed)))
+    return names
+
+
 _turns = None  # (fd to read the harness's go from, fd to write the end of a turn to); False: no turns
 
 
