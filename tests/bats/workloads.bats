@@ -812,7 +812,7 @@ probe_refuses_then_skips() {
         "cupy_phases: skipped: CuPy with a CUDA device is needed" --rounds 1
 }
 
-@test "inprocess_ab.py --cold, torch_fresh.py --sizes and torch_reuse.py --keys: a value out of range is refused, naming what was expected; a good one runs (here: skips without PyTorch)" {
+@test "inprocess_ab.py --cold, torch_fresh.py --sizes, torch_reuse.py --keys and --copies: a value out of range is refused, naming what was expected; a good one runs (here: skips without PyTorch)" {
     run python3 "$ROOT/tests/bench/inprocess_ab.py" --cold 5000
     [ "$status" -ne 0 ]
     echo "$output" | grep -F -- "--cold 0 to 4096 (MiB), not 100, 200 and 5000"
@@ -822,16 +822,55 @@ probe_refuses_then_skips() {
     run python3 "$ROOT/tests/bench/workloads/torch_reuse.py" --keys 4KB,8KB
     [ "$status" -eq 2 ]
     echo "$output" | grep -F -- "--keys 4KB,8KB: expected variants among 4KB,4KB_nb,4MB,4MB_nb,4KB_pinned,4MB_pinned"
+    run python3 "$ROOT/tests/bench/workloads/torch_reuse.py" --copies 0
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--copies must be 1 to 100000, not 0"
     if python3 -c 'import torch' 2>/dev/null; then
         skip "PyTorch is importable here: the good values would run the workloads"
     fi
     run python3 "$ROOT/tests/bench/workloads/torch_fresh.py" --sizes 1,4
     [ "$status" -eq 0 ]
     [[ "$output" == '{"workload": "torch_fresh", "skipped": "torch not importable'* ]]
-    run python3 "$ROOT/tests/bench/workloads/torch_reuse.py" --keys 4KB,4KB_pinned
+    run python3 "$ROOT/tests/bench/workloads/torch_reuse.py" --keys 4KB,4KB_pinned --copies 125
     [ "$status" -eq 0 ]
     [[ "$output" == '{"workload": "torch_reuse", "skipped": "torch not importable'* ]]
     LD_PRELOAD="$SHIM" run python3 "$ROOT/tests/bench/inprocess_ab.py" --cold 8 --ops 20 --groups 4
     [ "$status" -eq 0 ]
     [ "$output" = "inprocess_ab.py: no PyTorch here; nothing measured" ]
+}
+
+@test "BENCH_WL_FORWARD=1: a workload script's shim forwards every call from the start (a copy through it is not counted); without the shim, a refusing shim or another value it stops, naming why" {
+    cat >"$WORK/copy.py" <<'PY'
+import ctypes, sys
+sys.path.insert(0, sys.argv[1])
+import wl  # noqa: F401  (BENCH_WL_FORWARD acts at import)
+shim = ctypes.CDLL(None)
+cu = ctypes.CDLL("libcuda.so.1")
+dev, ctx, dptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
+assert shim.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+assert cu.cuCtxSetCurrent(ctx) == 0 and cu.cuMemAlloc_v2(ctypes.byref(dptr), 4096) == 0
+host = ctypes.create_string_buffer(4096)
+assert shim.cuMemcpyHtoD_v2(dptr, host, ctypes.c_size_t(4096)) == 0
+sys.stdout.flush()
+shim.pinshim_summary_write(1, 1)
+PY
+    local W="$ROOT/tests/bench/workloads"
+    PINSHIM_SUMMARY=none run_app observed shim python3 "$WORK/copy.py" "$W"
+    [ "$(cat "$WORK/observed.rc")" -eq 0 ]
+    grep -F '"transfers":[{"dir":"h2d","host_kind":"pageable","bucket_min":4096,"count":1,' "$WORK/observed.out"
+    BENCH_WL_FORWARD=1 PINSHIM_SUMMARY=none run_app forwarded shim python3 "$WORK/copy.py" "$W"
+    [ "$(cat "$WORK/forwarded.rc")" -eq 0 ]
+    grep -F '"transfers":[],' "$WORK/forwarded.out"
+    BENCH_WL_FORWARD=0 PINSHIM_SUMMARY=none run_app zero shim python3 "$WORK/copy.py" "$W"
+    grep -F '"count":1,' "$WORK/zero.out"
+    BENCH_WL_FORWARD=1 run_app noshim noshim python3 "$W/torch_reuse.py"
+    [ "$(cat "$WORK/noshim.rc")" -ne 0 ]
+    grep -F "BENCH_WL_FORWARD=1 needs the shim preloaded (LD_PRELOAD=.../libpinshim.so)" "$WORK/noshim.err"
+    BENCH_WL_FORWARD=1 PINSHIM_GUARD=warn run_app refused shim python3 "$W/torch_reuse.py"
+    [ "$(cat "$WORK/refused.rc")" -ne 0 ]
+    grep -F "BENCH_WL_FORWARD=1: the shim refused to forward" "$WORK/refused.err"
+    BENCH_WL_FORWARD=yes run_app bad shim python3 "$W/torch_reuse.py"
+    [ "$(cat "$WORK/bad.rc")" -ne 0 ]
+    grep -F "BENCH_WL_FORWARD='yes': expected 1" "$WORK/bad.err"
 }

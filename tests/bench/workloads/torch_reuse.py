@@ -4,7 +4,9 @@ non_blocking=True, and for reference the same copies from pinned tensors (the ce
 variant: 3 warm-up passes (the shim registers a buffer at its third copy), then 4 measured passes.
 Metrics: ms per pass (median of the measured passes). Digest: every tensor as it arrived, last pass
 of each variant. --keys KEY[,KEY...] runs only those variants (compare_builds.py: the 4 KB copies
-without the 4 MB ones' seconds)."""
+without the 4 MB ones' seconds). --copies N makes a 4 KB pass N copies (default 1000: each tensor
+once; more go round the 1000 again): a cost per copy keeps its ratio as N changes, a cost per pass
+(one each lockstep turn: caches refilled after the other processes' turns) shrinks as N grows."""
 import argparse
 
 import wl
@@ -14,7 +16,12 @@ KEYS = ("4KB", "4KB_nb", "4MB", "4MB_nb", "4KB_pinned", "4MB_pinned")
 
 parser = argparse.ArgumentParser(description="the same pageable tensors .to(cuda) pass after pass")
 parser.add_argument("--keys", metavar="KEY[,KEY...]", help="only these variants, of %s" % ",".join(KEYS))
-chosen = wl.chosen(parser, "--keys", parser.parse_args().keys, KEYS, "variants")
+parser.add_argument("--copies", metavar="N", type=int, default=1000,
+                    help="copies in a 4 KB pass, 1 to 100000 (default 1000)")
+args = parser.parse_args()
+chosen = wl.chosen(parser, "--keys", args.keys, KEYS, "variants")
+if not 1 <= args.copies <= 100000:
+    parser.error("--copies must be 1 to 100000, not %d" % args.copies)
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 rep = wl.Report(NAME)
@@ -23,6 +30,7 @@ rep.notes.update(wl.torch_versions(torch))
 small_base = torch.arange(1024, dtype=torch.float32)          # 4 KB
 big_base = torch.arange(1000 * 1000, dtype=torch.float32) % 1009  # 4 MB, as tests/gpu/torch_reuse.py
 small = [small_base + i for i in range(1000)]
+small_pass = [small[i % 1000] for i in range(args.copies)]
 big = [big_base + i for i in range(200)] if chosen & {"4MB", "4MB_nb", "4MB_pinned"} else []
 
 
@@ -42,15 +50,16 @@ def run(key, label, xs, non_blocking, expect, ref=False):
     rep.part(key, wl.torch_collect(torch, sums))
 
 
-run("4KB", "1000 x 4 KB pageable .to(cuda), per pass", small, False, "same")
-run("4KB_nb", "1000 x 4 KB pageable .to(cuda, non_blocking), per pass", small, True, "same")
+run("4KB", "%d x 4 KB pageable .to(cuda), per pass" % args.copies, small_pass, False, "same")
+run("4KB_nb", "%d x 4 KB pageable .to(cuda, non_blocking), per pass" % args.copies, small_pass, True, "same")
 run("4MB", "200 x 4 MB pageable .to(cuda), per pass", big, False, "faster")
 run("4MB_nb", "200 x 4 MB pageable .to(cuda, non_blocking), per pass", big, True, "faster")
 if not wl.cpu_test_mode():
     # One pinned allocation per size, cut into views: 1200 separate cudaHostAlloc calls would cost seconds.
     if "4KB_pinned" in chosen:
         pinned_small = list(torch.stack(small).pin_memory().unbind(0))
-        run("4KB_pinned", "ref: the 4 KB copies from pinned memory", pinned_small, True, "same", True)
+        pinned_pass = [pinned_small[i % 1000] for i in range(args.copies)]
+        run("4KB_pinned", "ref: the 4 KB copies from pinned memory", pinned_pass, True, "same", True)
     if "4MB_pinned" in chosen:
         pinned_big = list(torch.stack(big).pin_memory().unbind(0))
         run("4MB_pinned", "ref: the 4 MB copies from pinned memory", pinned_big, True, "same", True)

@@ -15,6 +15,12 @@ the processes compared run at the same time and take turns, their timed blocks t
 does); with BENCH_WL_TURNS unset, turn() does nothing and the script runs straight through, as
 alone.
 
+BENCH_WL_FORWARD=1, with the shim preloaded, switches its wrappers to forwarding every call
+untouched as the script starts, before it loads its framework (forward_if_asked()): the wrappers
+are handed out but observe nothing, start no pool and count nothing. A compare_builds.py variant
+`fwd=LIBRARY,BENCH_WL_FORWARD=1` thus tells what the wrappers' presence costs apart from what
+observing does (PINSHIM_INTERCEPT=off hands out no wrappers at all).
+
 BENCH_WL_CPU=1 runs the PyTorch scripts on the CPU (device "cpu", no pinned memory, no CUDA
 graphs): a check of the scripts' own logic on a machine without a GPU; its numbers mean nothing.
 Standard library only; scripts import their framework themselves, through the helpers here."""
@@ -79,6 +85,29 @@ def median(values):
 
 
 TURNS_ENV = "BENCH_WL_TURNS"
+FORWARD_ENV = "BENCH_WL_FORWARD"
+
+
+def forward_if_asked():
+    """BENCH_WL_FORWARD=1: the preloaded shim's benchmark switch (pinshim_bench_observe, outside
+    include/pinshim.h) set to forwarding, at import, before any CUDA call. Unset, empty or 0: nothing.
+    Exits (status 1) naming what was wrong for another value, without the shim, or when the shim
+    refuses (interception off from the start, the guard on)."""
+    value = os.environ.get(FORWARD_ENV, "")
+    if value in ("", "0"):
+        return
+    if value != "1":
+        sys.exit("%s=%r: expected 1 (the shim's wrappers forward every call) or 0" % (FORWARD_ENV, value))
+    import ctypes
+    switch = getattr(ctypes.CDLL(None), "pinshim_bench_observe", None)
+    if switch is None:
+        sys.exit("%s=1 needs the shim preloaded (LD_PRELOAD=.../libpinshim.so): pinshim_bench_observe "
+                 "not found" % FORWARD_ENV)
+    if switch(0) != 0:
+        sys.exit("%s=1: the shim refused to forward (pinshim_bench_observe(0) returned -1: interception "
+                 "off from the start, or the guard on)" % FORWARD_ENV)
+
+
 def chosen(parser, option, text, allowed, what):
     """The set of allowed values a comma-separated option's text names (all of them when text is
     None); an unknown one is parser.error's exit 2: "OPTION TEXT: expected WHAT among A,B"."""
@@ -342,3 +371,6 @@ def numpy_sums(np, a):
     per = w.reshape(blocks, -1).sum(axis=1, dtype=np.uint64)
     weighted = int((per * np.arange(1, blocks + 1, dtype=np.uint64)).sum(dtype=np.uint64))
     return [total, weighted]
+
+
+forward_if_asked()
