@@ -220,7 +220,7 @@ PY
     run make -s -C "$ROOT" BUILD="$WORK/bad" PGO_MODES=x "$WORK/bad/libpinshim.so"
     [ "$status" != 0 ]
     [[ "$output" == *"profile training failed in mode x (make PGO=off builds without it):"* ]]
-    [[ "$output" == *"footprint_loop: usage: footprint_loop N d|h|p|q|e|f|g, not 20000 x"* ]]
+    [[ "$output" == *"footprint_loop: usage: footprint_loop N d|h|p|q|e|f|g|t, not 20000 x"* ]]
     [ ! -e "$WORK/bad/libpinshim.so" ]
 }
 

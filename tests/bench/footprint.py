@@ -9,14 +9,15 @@ between two of the loop's marker stores, averaged over the last third of the ite
 and q: the last of three passes over its 1000 buffers; the first pass sees each page first); then the lines
 those iterations touch together (what a cache that kept them would hold: a table read one line per
 copy can still spread over many). Needs valgrind, nm and gcc; without valgrind it says so, exit 0.
-Usage: python3 tests/bench/footprint.py [--lib build/libpinshim.so|none] [--mode d|h|p|q|e|f|g]
+Usage: python3 tests/bench/footprint.py [--lib build/libpinshim.so|none] [--mode d|h|p|q|e|f|g|t]
                                        [--iterations N]
   --lib none: the same loop without the shim (what the program and the driver touch alone)
   d: 4-byte D2H into pinned + stream sync (default); h: 4 KiB H2D from pinned, async;
   p: 4 KiB H2D from the next of 1000 malloc'd buffers, async; q: 4 KiB D2H into the next of them
-  + stream sync (p and q: default 3000 iterations, else 40); e: an event record + query; f: a fresh
+  + stream sync (p, q and t: default 3000 iterations, else 40); e: an event record + query; f: a fresh
   1 MiB malloc, H2D of all of it, stream sync, free; g: f with 100 other tracked 1 MiB allocations
-  alive
+  alive; t: h with a tensor's three small blocks freed and made anew, round a ring of 1000 tensors
+  (t: default 3000 iterations too)
 Never asserts anything about the counts."""
 import argparse
 import bisect
@@ -83,15 +84,15 @@ def trace(loop, iterations, mode, env, info):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lib", default=os.path.join(HERE, "..", "..", "build", "libpinshim.so"))
-    p.add_argument("--mode", choices=("d", "h", "p", "q", "e", "f", "g"), default="d")
+    p.add_argument("--mode", choices=("d", "h", "p", "q", "e", "f", "g", "t"), default="d")
     p.add_argument("--iterations", type=int)
     args = p.parse_args()
     lib = None if args.lib == "none" else os.path.abspath(args.lib)
-    n = args.iterations or (3 * PAGEABLE_BUFFERS if args.mode in "pq" else 40)
-    least = 3 * PAGEABLE_BUFFERS if args.mode in "pq" else 6
+    n = args.iterations or (3 * PAGEABLE_BUFFERS if args.mode in "pqt" else 40)
+    least = 3 * PAGEABLE_BUFFERS if args.mode in "pqt" else 6
     if n < least:
         p.error("--iterations %d: expected %d or more for mode %s (the last third is averaged%s)" %
-                (n, least, args.mode, ": past two passes over the 1000 buffers" if args.mode in "pq" else ""))
+                (n, least, args.mode, ": past two passes over the 1000 buffers" if args.mode in "pqt" else ""))
     if lib and not os.path.isfile(lib):
         p.error("--lib %s: no such file (make build/libpinshim.so first)" % lib)
     if not shutil.which("valgrind"):

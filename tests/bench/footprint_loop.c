@@ -7,13 +7,16 @@
  * a fresh 1 MiB malloc, its first byte written, cuMemcpyHtoDAsync of all of it, cuStreamSynchronize
  * and free (mode f: a CPU tensor made each step and copied, above the small copies' shortcut and
  * below staging: a tracked allocation, a described copy passed to the driver), or the same with
- * LIVE_BUFFERS other tracked 1 MiB allocations alive (mode g: the table a program holds);
+ * LIVE_BUFFERS other tracked 1 MiB allocations alive (mode g: the table a program holds), or mode h
+ * with the small blocks a framework makes for each new tensor (mode t: three, of 64, 208 and 432
+ * bytes, into a ring of as many tensors as there are pageable buffers, the blocks they replace freed
+ * first: PyTorch's small tensors .to("cuda"), the last pass's results freed as the next is made);
  * each iteration opened by a store to `marker` (built without -pie, so that its address is the one
  * nm reads), the process's mappings to stderr at the end.
  * Meant for tests/bench/nullcuda.c (no driver work to trace). Two users: footprint.py traces it, and
  * the Makefile's profile-guided build runs every mode to train the library's layout.
  * Build: gcc -O2 -no-pie -I$CUDA_HOME/include footprint_loop.c -lcuda
- * Usage: footprint_loop N d|h|p|q|e|f|g */
+ * Usage: footprint_loop N d|h|p|q|e|f|g|t */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,10 @@
 #define PAGEABLE_BUFFERS 1000
 #define FRESH_BYTES (1 << 20)
 #define LIVE_BUFFERS 100
+#define TENSOR_BLOCKS 3 /* mode t: blocks a tensor's objects take (sizes below) */
+
+static const size_t tensor_block_bytes[TENSOR_BLOCKS] = {64, 208, 432};
+static void *tensor_blocks[PAGEABLE_BUFFERS][TENSOR_BLOCKS];
 
 volatile long marker;
 
@@ -35,8 +42,8 @@ int main(int argc, char **argv)
     CUevent ev = NULL;
     void *pinned, *pageable[PAGEABLE_BUFFERS];
     CUdeviceptr d;
-    if (!mode || !strchr("dhpqefg", mode) || n < 0) {
-        fprintf(stderr, "footprint_loop: usage: footprint_loop N d|h|p|q|e|f|g, not %s %s\n", argc > 1 ? argv[1] : "",
+    if (!mode || !strchr("dhpqefgt", mode) || n < 0) {
+        fprintf(stderr, "footprint_loop: usage: footprint_loop N d|h|p|q|e|f|g|t, not %s %s\n", argc > 1 ? argv[1] : "",
                 argc > 2 ? argv[2] : "");
         return 2;
     }
@@ -57,6 +64,15 @@ int main(int argc, char **argv)
         if (mode == 'p') {
             cuMemcpyHtoDAsync(d, pageable[i % PAGEABLE_BUFFERS], 4096, s);
         } else if (mode == 'h') {
+            cuMemcpyHtoDAsync(d, pinned, 4096, s);
+        } else if (mode == 't') {
+            void **blocks = tensor_blocks[i % PAGEABLE_BUFFERS];
+            for (int b = 0; b < TENSOR_BLOCKS; b++) {
+                free(blocks[b]); /* NULL in the first pass */
+                if (!(blocks[b] = malloc(tensor_block_bytes[b])))
+                    return 1;
+                memset(blocks[b], 0, tensor_block_bytes[b]);
+            }
             cuMemcpyHtoDAsync(d, pinned, 4096, s);
         } else if (mode == 'q') {
             cuMemcpyDtoHAsync(pageable[i % PAGEABLE_BUFFERS], d, 4096, s);
