@@ -7,7 +7,7 @@
 #include <string.h>
 
 size_t alloc_events_min_bytes = SIZE_MAX;
-uint16_t alloc_events_filter[ALLOC_EVENTS_FILTER_SLOTS]; /* how many watched bases hash to each slot */
+_Alignas(64) uint16_t alloc_events_filter[ALLOC_EVENTS_FILTER_SLOTS]; /* how many watched bases hash to each slot */
 
 static const struct alloc_subscriber *subscribers[ALLOC_EVENTS_MAX_SUBSCRIBERS];
 static unsigned subscriber_count;

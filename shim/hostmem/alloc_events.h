@@ -57,11 +57,25 @@ static inline bool alloc_events_wanted(size_t bytes)
 /* --- the watched bases: `releasing` is published only for these --- */
 
 #define ALLOC_EVENTS_FILTER_SLOTS (1u << 16)
-extern uint16_t alloc_events_filter[ALLOC_EVENTS_FILTER_SLOTS];
+extern uint16_t alloc_events_filter[ALLOC_EVENTS_FILTER_SLOTS]; /* 64-byte aligned */
+
+/* A slot per 4 KiB page (the bases in one page share it), 32 neighbouring pages to a 64-byte line of
+ * slots, the line chosen by a hash of their group: a run of frees of small blocks lying near each
+ * other (a framework freeing the objects of a thousand tensors) reads a few lines of the filter.
+ * With a slot per 16 bytes, each hashed on its own, such a run read a line a free, up to all 2048
+ * (tests/bench/footprint.py --mode t). The price: a block sharing a page with a watched base (the
+ * few small blocks next to the start of a tracked allocation) takes the slow path when freed. */
+#define ALLOC_EVENTS_PAGE_SHIFT 12
+#define ALLOC_EVENTS_GROUP_BITS 5 /* 32 slots of 2 bytes: one line */
+#define ALLOC_EVENTS_LINE_BITS 11
+_Static_assert(ALLOC_EVENTS_FILTER_SLOTS == 1u << (ALLOC_EVENTS_GROUP_BITS + ALLOC_EVENTS_LINE_BITS),
+               "slots = lines x group");
 
 static inline size_t alloc_events_slot(uintptr_t p)
 {
-    return (size_t)(((uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ull) >> 48);
+    uint64_t page = (uint64_t)p >> ALLOC_EVENTS_PAGE_SHIFT;
+    uint64_t line = ((page >> ALLOC_EVENTS_GROUP_BITS) * 0x9E3779B97F4A7C15ull) >> (64 - ALLOC_EVENTS_LINE_BITS);
+    return (size_t)(line << ALLOC_EVENTS_GROUP_BITS | (page & ((1u << ALLOC_EVENTS_GROUP_BITS) - 1)));
 }
 
 /* Lock-free: false means no subscriber watches base p (most frees stop here). */
