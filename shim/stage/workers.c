@@ -292,16 +292,20 @@ static void unqueue(struct workers_job *j)
  * for one, so a new H2D piece wakes no worker that could not take part in it. */
 static bool serves_resident(unsigned index) { return index + 1 < resident_parallelism(); }
 
-/* The first queued job this worker may join with a part left to claim, else the first with a
- * unit to take; jobs with nothing left to take leave the queue on the way. Lock held. */
-static struct workers_job *job_to_join(bool resident_ok)
+/* The first queued job this thread may join with a part left to claim, else the first with a
+ * unit to take; jobs with nothing left to take leave the queue on the way. A worker (as_worker)
+ * skips a team's job that has as many workers in it as its room beside the team: not waking workers
+ * for it is not enough, since a worker still awake from an earlier copy would join it too (a team
+ * of 3 with stage_h2d_threads = 3 had 4 or 5 threads copying at once in 5 of 60 runs of
+ * tests/progs/workers_check.c). Lock held. */
+static struct workers_job *job_to_join(bool resident_ok, bool as_worker)
 {
     struct workers_job *j = queue_head, *steal = NULL;
     while (j) {
         struct workers_job *next = j->queue_next;
         if (!has_untaken(j))
             unqueue(j);
-        else if (j->resident && !resident_ok)
+        else if ((j->resident && !resident_ok) || (as_worker && j->team && j->workers_in >= j->worker_room))
             ;
         else if (__atomic_load_n(&j->next, __ATOMIC_RELAXED) < j->parts)
             return j;
@@ -377,12 +381,14 @@ static void *worker_main(void *arg)
     for (;;) {
         struct workers_job *j;
         bool resident_ok;
-        while (!(j = job_to_join(resident_ok = serves_resident(index)))) {
+        while (!(j = job_to_join(resident_ok = serves_resident(index), true))) {
             __atomic_add_fetch(&sleepers, 1, __ATOMIC_RELAXED);
             pthread_cond_wait(resident_ok ? &resident_ready : &work_ready, &lock);
             __atomic_sub_fetch(&sleepers, 1, __ATOMIC_RELAXED);
         }
+        j->workers_in++;
         work_unlocked(j, drain);
+        j->workers_in--; /* the lock held since let_go: j's owner has not seen it finished yet */
     }
     return NULL;
 }
@@ -410,7 +416,7 @@ static void start_workers(void)
  * 3 of 6 processes on an H200). */
 static bool help_locked(void)
 {
-    struct workers_job *o = job_to_join(true);
+    struct workers_job *o = job_to_join(true, false);
     if (!o)
         return false;
     work_unlocked(o, take_one);
@@ -450,7 +456,7 @@ static void team_helper(void *arg)
     while (!__atomic_load_n(&t->over, __ATOMIC_ACQUIRE)) {
         unsigned seen = __atomic_load_n(&posted, __ATOMIC_ACQUIRE);
         pthread_mutex_lock(&lock);
-        for (struct workers_job *j; (j = job_to_join(true)) && !__atomic_load_n(&t->over, __ATOMIC_RELAXED);)
+        for (struct workers_job *j; (j = job_to_join(true, false)) && !__atomic_load_n(&t->over, __ATOMIC_RELAXED);)
             work_unlocked(j, drain);
         pthread_mutex_unlock(&lock);
         for (int i = 0; i < TEAM_IDLE_SPINS && __atomic_load_n(&posted, __ATOMIC_ACQUIRE) == seen &&
@@ -513,6 +519,7 @@ void workers_start(struct workers_job *j, void *dst, const void *src, size_t byt
     }
     pthread_cond_init(&j->finished, NULL);
     j->team = team;
+    j->worker_room = team < threads ? threads - team : 0;
 
     pthread_mutex_lock(&lock);
     start_workers();

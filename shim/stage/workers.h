@@ -35,6 +35,8 @@ struct workers_job {
     unsigned holders; /* threads other than the owner holding a pointer to this job (under the lock) */
     bool resident;    /* WORKERS_DST_RESIDENT: only the workers that serve pool chunks take part */
     unsigned team;    /* threads of the program's OpenMP team serving as workers (workers_with_team), or 0 */
+    unsigned worker_room; /* with a team: the workers that may join beside it, the copy's threads less the team */
+    unsigned workers_in;  /* workers copying it now (under the lock) */
     struct workers_job *queue_next;
     pthread_cond_t finished;
     unsigned unit_next[WORKERS_MAX]; /* with stealing: each part's next unit to take (atomic) */
