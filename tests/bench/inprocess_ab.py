@@ -145,10 +145,10 @@ def main():
             ev.record()
             ev.query()
 
-    def control():
-        """Pure Python, no CUDA: moves with the CPU's speed, never with the shim."""
+    def control(n=ops):
+        """Pure Python, no CUDA: moves with the CPU's speed, never with the shim (n operations)."""
         acc = 0
-        for i in range(ops * 200):
+        for i in range(n * 200):
             acc += i
 
     def block(run, on):
@@ -169,11 +169,6 @@ def main():
         fresh_i[0] += 1
         (base + fresh_i[0] % fresh_ops).to(dev)
 
-    def one_control():
-        acc = 0
-        for i in range(200):
-            acc += i
-
     cold = (("item", lambda: timed_cold(x.item, ops)),  # (row, block) with --cold
             ("4KB pageable", lambda: timed_cold(one_at_a_time(small), ops)),
             ("4KB pageable nb", lambda: timed_cold(one_at_a_time(small, non_blocking=True), ops)),
@@ -182,7 +177,7 @@ def main():
             ("1MB fresh pageable", lambda: timed_cold(one_fresh, fresh_ops)),
             ("MLP step", lambda: timed_cold(step, 1)),
             ("graph-replayed step", lambda: timed_cold(graph_step, 1)),
-            ("control (no CUDA)", lambda: timed_cold(one_control, ops)))
+            ("control (no CUDA)", lambda: timed_cold(lambda: control(1), ops)))
     workloads = (("item", lambda: timed(item, ops), args.groups),  # (row, block, groups)
                  ("4KB pageable", lambda: timed(copies(small), ops), args.groups),
                  ("4KB pageable nb", lambda: timed(copies(small, non_blocking=True), ops), args.groups),

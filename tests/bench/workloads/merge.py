@@ -53,10 +53,13 @@ def identity(header):
     }
 
 
+BOUND = r", runs on CPUs ([0-9,| -]+)$"  # the end of a machine line whose runs were bound to CPUs
+
+
 def bound_cpus(machine):
     """The CPU lists of a header's machine line, ", runs on CPUs 4" (run.py) or, merged from
     folders bound to different ones, ", runs on CPUs 4 | 8" (merge()); [] when not bound."""
-    found = re.search(r", runs on CPUs ([0-9,| -]+)$", machine)
+    found = re.search(BOUND, machine)
     return found.group(1).split(" | ") if found else []
 
 
@@ -70,7 +73,7 @@ def bound_count(machine):
 def machine_instance(machine):
     """A header's machine line less the CPUs its runs were bound to: runs of one machine bound to
     other CPUs (groups run side by side) came from one instance."""
-    return re.sub(r", runs on CPUs [0-9,| -]+$", "", machine)
+    return re.sub(BOUND, "", machine)
 
 
 def instances(summary, folder):
@@ -175,7 +178,7 @@ def merge(folders):
         merged["header"] = [re.sub(r" \((UUID: [^)]*|\d+ instances)\)", " (%d instances)" % len(machines), h)
                             if h.startswith("# machine:") else h for h in merged["header"]]
     if len(cpus) > 1:  # as many CPUs in every folder, not the same ones: the header names each
-        merged["header"] = [re.sub(r", runs on CPUs [0-9,| -]+$", ", runs on CPUs %s" % " | ".join(cpus), h)
+        merged["header"] = [re.sub(BOUND, ", runs on CPUs %s" % " | ".join(cpus), h)
                             if h.startswith("# machine:") else h for h in merged["header"]]
     if samples or problems:
         merged["inprocess"] = {"rows": inprocess.rows_from(samples), "problems": problems, "samples": samples}

@@ -30,8 +30,12 @@ rep.notes.update(wl.torch_versions(torch))
 small_base = torch.arange(1024, dtype=torch.float32)          # 4 KB
 big_base = torch.arange(1000 * 1000, dtype=torch.float32) % 1009  # 4 MB, as tests/gpu/torch_reuse.py
 small = [small_base + i for i in range(1000)]
-small_pass = [small[i % 1000] for i in range(args.copies)]
 big = [big_base + i for i in range(200)] if chosen & {"4MB", "4MB_nb", "4MB_pinned"} else []
+
+
+def one_pass_of(xs):
+    """A 4 KB pass: --copies of the tensors xs, round the list."""
+    return [xs[i % len(xs)] for i in range(args.copies)]
 
 
 def run(key, label, xs, non_blocking, expect, ref=False):
@@ -50,16 +54,15 @@ def run(key, label, xs, non_blocking, expect, ref=False):
     rep.part(key, wl.torch_collect(torch, sums))
 
 
-run("4KB", "%d x 4 KB pageable .to(cuda), per pass" % args.copies, small_pass, False, "same")
-run("4KB_nb", "%d x 4 KB pageable .to(cuda, non_blocking), per pass" % args.copies, small_pass, True, "same")
+run("4KB", "%d x 4 KB pageable .to(cuda), per pass" % args.copies, one_pass_of(small), False, "same")
+run("4KB_nb", "%d x 4 KB pageable .to(cuda, non_blocking), per pass" % args.copies, one_pass_of(small), True, "same")
 run("4MB", "200 x 4 MB pageable .to(cuda), per pass", big, False, "faster")
 run("4MB_nb", "200 x 4 MB pageable .to(cuda, non_blocking), per pass", big, True, "faster")
 if not wl.cpu_test_mode():
     # One pinned allocation per size, cut into views: 1200 separate cudaHostAlloc calls would cost seconds.
     if "4KB_pinned" in chosen:
         pinned_small = list(torch.stack(small).pin_memory().unbind(0))
-        pinned_pass = [pinned_small[i % 1000] for i in range(args.copies)]
-        run("4KB_pinned", "ref: the 4 KB copies from pinned memory", pinned_pass, True, "same", True)
+        run("4KB_pinned", "ref: the 4 KB copies from pinned memory", one_pass_of(pinned_small), True, "same", True)
     if "4MB_pinned" in chosen:
         pinned_big = list(torch.stack(big).pin_memory().unbind(0))
         run("4MB_pinned", "ref: the 4 MB copies from pinned memory", pinned_big, True, "same", True)
