@@ -73,6 +73,25 @@ assert rows[("fake_same", "t")]["guard"]["pairs"] is None
 PY
 }
 
+@test "workloads harness: a row whose medians meet the bound but whose pairs' own median misses is not a PASS" {
+    # fake_drift: every pair's shim run 3 % slower, but pair 4's no-shim run slow (300) and shim run
+    # fast (105), so the medians (runs of different pairs) read the shim faster
+    harness --fake --only fake_drift --pairs 9 --out "$WORK/res9"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    row fake_drift t | grep -E '160 \(110-300\) +154 \(105-196\) +1.04x +MISS +160 \(110-300\) +1.00x +PASS '
+    grep -Fx "note fake_drift: t shim 1.04x, but the pairs' own median 0.97x (shim faster in 1 of 9) misses the bound >=0.99x, its 95% interval over the pairs 0.97x to 0.97x" "$WORK/out.txt"
+    # four pairs: the outlier is one of four, its interval reaches the bound: WIDE
+    harness --fake --only fake_drift --pairs 4 --no-guard --out "$WORK/res4"
+    row fake_drift t | grep -E ' 1.06x +WIDE '
+    grep -E "^note fake_drift: t shim 1.06x, but the pairs' own median 0.97x \(shim faster in 1 of 4\), its 95% interval over the pairs 0.97x to 2.86x, reaches the bound >=0.99x: " "$WORK/out.txt"
+    python3 - "$WORK/res9/summary.json" <<'PY'
+import json, sys
+row = [r for w in json.load(open(sys.argv[1]))["workloads"] for r in w["rows"] if r["key"] == "t"][0]
+assert row["shim"]["missed"] == "pairs" and row["guard"]["missed"] is None, row
+assert row["shim"]["pairs"]["faster"] == 1 and row["shim"]["pairs"]["n"] == 9, row
+PY
+}
+
 @test "workloads harness: a result that differs, a crash and a skip on the shim side only are FAIL rows" {
     harness --fake --pairs 3 --out "$WORK/res"
     [ "$(cat "$WORK/rc")" = 1 ]

@@ -7,7 +7,7 @@ stderr as the shim does (PINSHIM_SUMMARY=json).
 The turn modes take three turns (wl.turn, run.py's lockstep) of 50 ms each and note when each began
 and ended: turns as they should go; turncrash: the shim side exits with status 3 in its second turn;
 turnhang: the shim side sleeps 60 s in its second turn.
-usage: fake.py faster|same|ns|missing|mismatch|crash|shimskip|hang|noisy|turns|turncrash|turnhang"""
+usage: fake.py faster|same|ns|missing|mismatch|crash|shimskip|hang|noisy|drift|turns|turncrash|turnhang"""
 import json
 import os
 import sys
@@ -50,6 +50,13 @@ if MODE == "noisy":
     # the host's speed flips between runs: odd pairs no shim 100, shim 125; even pairs 120 and 101
     rep.metric("t", "fake time", (100, 125, 101)[("noshim", "shim", "guard").index(side)] if pair % 2 else
                (120, 101, 121)[("noshim", "shim", "guard").index(side)], "ms", "same")
+elif MODE == "drift":
+    # every pair's shim run 3 % slower than its no-shim run (100 + 10p, 103 + 10.3p), but in pair 4
+    # the host is slow for the no-shim run (300) and fast for the shim's (105): the medians, taken
+    # over runs of different pairs, read the shim faster; the pairs' own median does not
+    slow = {"noshim": 300, "shim": 105, "guard": 300} if pair == 4 else \
+        {"noshim": 100 + 10 * pair, "shim": 103 + 10.3 * pair, "guard": 100 + 10 * pair}
+    rep.metric("t", "fake time", slow[side], "ms", "same")
 elif MODE == "ns":
     value = {"noshim": 7000, "shim": 7050, "guard": 7200}[side] + 10 * pair
     rep.metric("loop", "fake 4-byte loop", value, "ns", "ns")
