@@ -14,7 +14,8 @@
  * each iteration opened by a store to `marker` (built without -pie, so that its address is the one
  * nm reads), the process's mappings to stderr at the end.
  * Meant for tests/bench/nullcuda.c (no driver work to trace). Two users: footprint.py traces it, and
- * the Makefile's profile-guided build runs every mode to train the library's layout.
+ * the Makefile's profile-guided build runs the modes its PGO_MODES names (not g and t) to train the
+ * library's layout.
  * Build: gcc -O2 -no-pie -I$CUDA_HOME/include footprint_loop.c -lcuda
  * Usage: footprint_loop N d|h|p|q|e|f|g|t */
 #include <cuda.h>
