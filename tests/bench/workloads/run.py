@@ -39,7 +39,8 @@ SIDES = ("noshim", "shim", "guard")
 SIDE_TITLE = {"noshim": "no shim", "shim": "shim", "guard": "shim+guard"}
 GUARD_ENV = {"PINSHIM_GUARD": "warn", "PINSHIM_GUARD_PAGES": "first"}
 RATIO_SAME, RATIO_FASTER, NS_MAX = 0.99, 1.0, 100.0  # the bounds (README.md here: "Bounds")
-BOOTSTRAP_ROUNDS, BOOTSTRAP_MIN_PAIRS, BOOTSTRAP_SEED = 2000, 3, 12  # a MISS's interval (pair_interval)
+# a miss's interval over resampled pairs (pair_interval, pairs_median_interval)
+BOOTSTRAP_ROUNDS, BOOTSTRAP_MIN_PAIRS, BOOTSTRAP_SEED = 2000, 3, 12
 C_LOOP_ITERS = 20000
 STDERR_TAIL = 30
 
@@ -643,8 +644,6 @@ def miss_note(workload, row, side):
     interval = cell["interval"] and "its 95%% interval over the pairs %s to %s" % (
         fig % cell["interval"][0], fig % cell["interval"][1])
     pairs = cell.get("pairs")
-    read = pairs and "%s faster in %d of %d, the pairs' median %s" % (
-        SIDE_TITLE[side], pairs["faster"], pairs["n"], fig % pairs["median"])
     what = "note %s: %s %s %s" % (workload, row["key"], SIDE_TITLE[side], cell["cell"])
     if cell.get("missed") == "pairs":
         what += ", but the pairs' own median %s (%s faster in %d of %d)" % (
@@ -655,7 +654,8 @@ def miss_note(workload, row, side):
     else:
         what += " misses the bound %s" % bound_text(row["expect"]) + (", " + interval if interval else "")
     if pairs and cell.get("missed") != "pairs":
-        what += "; pair by pair, " + read
+        what += "; pair by pair, %s faster in %d of %d, the pairs' median %s" % (
+            SIDE_TITLE[side], pairs["faster"], pairs["n"], fig % pairs["median"])
     return what
 
 
