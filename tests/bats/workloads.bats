@@ -419,6 +419,36 @@ for cpus, text in (({0}, "0"), ({2, 3, 4, 5, 8}, "2-5,8"), ({1, 3, 4}, "1,3-4"))
     grep -E '^# machine: .* \(2 instances\); [0-9]+ cores, runs on CPUs 0 \| 1$' "$WORK/out.txt"
 }
 
+@test "workloads harness: --groups runs the suite once per CPU at the same time, each group bound to its CPU, and merges them" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs this process may run on"
+    harness --fake --only fake_same,fake_faster --pairs 2 --no-guard --groups 0,1 --out "$WORK/gr"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -F "# group on CPU 0: exit status 0" "$WORK/out.txt"
+    grep -F "# group on CPU 1: exit status 0" "$WORK/out.txt"
+    # each group's own header names its CPU; the merged table names both, and has all four pairs
+    grep -E '^# machine: .*, runs on CPUs 0$' "$WORK/gr/g0.log"
+    grep -E '^# machine: .*, runs on CPUs 1$' "$WORK/gr/g1.log"
+    grep -E '^# pinshim real-workload benchmarks, .*: 4 pairs merged from .*/g0 \(2\), .*/g1 \(2\)$' "$WORK/out.txt"
+    grep -E '^# machine: .*; [0-9]+ cores, runs on CPUs 0 \| 1$' "$WORK/out.txt"
+    row fake_same t | grep -E ' 0.98x +MISS .* same 8/8$'
+    [ -f "$WORK/gr/summary.json" ] && [ -f "$WORK/gr/g0/runs.jsonl" ] && [ -f "$WORK/gr/g1/runs.jsonl" ]
+    # runs of two groups started in the same microsecond are still two runs: the runner tells them apart
+    (cd "$ROOT/tests/bench/workloads" && python3 -c 'import merge
+a, b = {"started": 5.000001, "runner": 10}, {"started": 5.000001, "runner": 11}
+assert merge.run_identity(a) != merge.run_identity(b)
+assert merge.run_identity(a) == merge.run_identity(dict(a, pair=3))')
+    # bad usage: a CPU not this process's, no --out, with --merge
+    harness --fake --groups 0,999 --out "$WORK/gx"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: error: --groups 0,999 is not a list of this process's CPUs" "$WORK/out.txt"
+    OUT= harness --fake --groups 0
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: error: --groups needs --out DIR" "$WORK/out.txt"
+    harness --fake --groups 0 --merge "$WORK/gr/g0" --out "$WORK/gy"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: error: --groups runs the suite: not with --merge, --list or --dry-run" "$WORK/out.txt"
+}
+
 @test "workloads harness: --merge refuses folders of other builds, GPUs, sides or settings, unreadable ones, a run twice, and an --out among them" {
     fake_folder a GPU-a
     fake_folder b GPU-b

@@ -91,10 +91,11 @@ def instances(summary, folder):
 
 
 def run_identity(run):
-    """What tells a run apart from every other: its start time (run.py records it), or, in a folder of
-    an older run.py, the whole record less its pair and folder (timings to the microsecond)."""
+    """What tells a run apart from every other: its start time and the run.py that ran it (run.py
+    records both; an older run.py the time only), or, in a folder of an older one still, the whole
+    record less its pair and folder (timings to the microsecond)."""
     if isinstance(run.get("started"), (int, float)):
-        return "started %r" % run["started"]
+        return "started %r by %r" % (run["started"], run.get("runner"))
     return json.dumps({k: v for k, v in run.items() if k not in ("pair", "folder")}, sort_keys=True)
 
 

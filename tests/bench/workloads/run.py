@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 
+import groups
 import inprocess
 import merge
 import turns
@@ -148,6 +149,10 @@ def parse_args(argv):
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--dry-run", action="store_true", help="print what would run and the expected time; run nothing")
     p.add_argument("--fake", action="store_true", help="use the stand-in workloads of fake.py (tests the harness)")
+    p.add_argument("--groups", metavar="CPU[,CPU...]",
+                   help="the run once per CPU, all at once, each group bound to its CPU, into DIR/g<CPU> under "
+                        "--out, then one table of them all merged into --out (groups.py; README.md here, "
+                        "\"One CPU per group\")")
     p.add_argument("--merge", nargs="+", metavar="DIR",
                    help="run nothing: one table from the runs in these earlier --out folders, their pairs one "
                         "after another and their in-process processes pooled (merge.py)")
@@ -164,6 +169,15 @@ def parse_args(argv):
         p.error("--inprocess-groups must be at least 4")
     if args.out is None and os.environ.get("OUT") and not args.merge:
         args.out = os.path.join(os.environ["OUT"], "bench-workloads")
+    if args.groups is not None:
+        cpus, mine = cpu_list(args.groups), os.sched_getaffinity(0)
+        if not cpus or not cpus <= mine:
+            p.error("--groups %s is not a list of this process's CPUs (%s)" % (args.groups, cpu_ranges(mine)))
+        if args.merge or args.list or args.dry_run:
+            p.error("--groups runs the suite: not with --merge, --list or --dry-run")
+        if not args.out:
+            p.error("--groups needs --out DIR (each group writes DIR/g<CPU>, the merged table DIR)")
+        args.groups = cpus
     if args.merge and args.out and os.path.realpath(args.out) in [os.path.realpath(d) for d in args.merge]:
         p.error("--out %s is one of the folders to merge: write the merged table elsewhere" % args.out)
     return args, p
@@ -241,9 +255,11 @@ def tail(text, n):
 
 def new_record(ctx, w, side, pair):
     """A run's record before it starts (run_one, Lockstep), with the command it will run."""
+    # started (when it began) and runner (this run.py) tell it apart from every other run (merge.py):
+    # groups started at once (--groups) can start runs in the same microsecond
     rec = {"workload": w.name, "side": side, "pair": pair, "status": None, "rc": None, "wall_s": None,
            "metrics": [], "digest": None, "skipped": None, "error": None, "notes": {}, "shim_summary": None,
-           "started": round(time.time(), 6)}  # when it began: also what tells it apart (merge.py)
+           "started": round(time.time(), 6), "runner": os.getpid()}
     rec["command"] = " ".join(shlex.quote(a) for a in w.argv(ctx))
     return rec
 
@@ -871,7 +887,10 @@ def plan(ctx, workloads):
 
 
 def main(argv=None):
-    args, parser = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args, parser = parse_args(argv)
+    if args.groups:
+        return run_groups(args, argv)
     if args.merge:
         return merge_runs(args)
     registry = FAKE_WORKLOADS if args.fake else WORKLOADS
@@ -928,6 +947,18 @@ def run_inprocess(ctx):
                                                 ctx.python, os.environ, observe_ab, max(ctx.args.timeout, 300.0),
                                                 lambda line: print(line, flush=True))
     ctx.inprocess = {"rows": rows, "problems": problems, "samples": samples}
+
+
+def run_groups(args, argv):
+    """--groups: the run once per CPU at the same time (groups.py), then their folders merged into
+    --out; exit status the worst of the groups' and the merge's."""
+    done = groups.run(groups.without(groups.without(argv, "--groups"), "--out"), args.groups, args.out)
+    present = [f for f, _status in done if os.path.isfile(os.path.join(f, "summary.json"))]
+    if not present:
+        sys.stderr.write("run.py: --groups: no group wrote its folder (their output: %s/g*.log)\n" % args.out)
+        return 2
+    args.merge = present
+    return max([merge_runs(args)] + [status for _f, status in done])
 
 
 def merge_runs(args):
