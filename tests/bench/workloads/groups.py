@@ -39,7 +39,8 @@ def run(argv, cpus, out, say=print):
     for cpu in sorted(cpus):
         logf = open(folder(out, cpu) + ".log", "w")
         cmd = [sys.executable, os.path.join(HERE, "run.py")] + argv + ["--out", folder(out, cpu)]
-        procs.append((cpu, logf, subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT,
+        # a session of its own: a Ctrl-C at the terminal reaches the groups once, through stop_all
+        procs.append((cpu, logf, subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
                                                   preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c}))))
         say("# group on CPU %d: %s, output in %s.log" % (cpu, " ".join(cmd[1:]), folder(out, cpu)))
 

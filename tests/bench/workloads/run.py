@@ -927,7 +927,7 @@ def main(argv=None):
         run_pairs(ctx, workloads)
     except KeyboardInterrupt as e:
         ctx.stop_note = "interrupted (%s) during pair %d: the table has the runs that finished" % (
-            e or "SIGINT", max([r["pair"] for r in ctx.runs] or [0]))
+            str(e) or "SIGINT", max([r["pair"] for r in ctx.runs] or [0]))
         ctx.interrupted = True
         status = 130
     finally:
