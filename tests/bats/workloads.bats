@@ -648,6 +648,39 @@ PY
     done
 }
 
+@test "compare_builds.py --groups runs once per CPU at the same time, each group on its CPU, and merges their files" {
+    [ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs this process may run on"
+    local cmp="$ROOT/tests/bench/workloads/compare_builds.py"
+    cat >"$WORK/affinity.py" <<'PY'
+import json, os
+cpus = os.sched_getaffinity(0)
+print(json.dumps({"workload": "affinity", "metrics": [{"key": "cpus", "value": len(cpus)},
+                                                       {"key": "lowest", "value": min(cpus)}]}))
+PY
+    run python3 "$cmp" --groups 0,1 --rounds 2 --out "$WORK/g.jsonl" "$WORK/affinity.py" -- none=none shim="$SHIM"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -F "# group on CPU 0: exit status 0"
+    echo "$output" | grep -F "# group on CPU 1: exit status 0"
+    # each group on one CPU: its own; merged, four rounds from the two files, the lowest CPU 0 or 1
+    grep -F ', on CPUs 0; median' "$WORK/g.jsonl.g0.log"
+    grep -F ', on CPUs 1; median' "$WORK/g.jsonl.g1.log"
+    echo "$output" | grep -F "# merged: $WORK/affinity.py, 4 rounds from 2 files ($WORK/g.jsonl.g0, $WORK/g.jsonl.g1)"
+    echo "$output" | grep -E '^cpus +1 \(1-1\) +1 \(1-1\)$'
+    echo "$output" | grep -E '^lowest +0.5 \(0-1\) +0.5 \(0-1\)$'
+    [ "$(wc -l <"$WORK/g.jsonl.g0")" = 4 ] && [ "$(wc -l <"$WORK/g.jsonl.g1")" = 4 ]
+    # refused: no --out, with --cpus, a CPU not ours
+    run python3 "$cmp" --groups 0,1 "$WORK/affinity.py" -- none=none
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--groups binds each group to its CPU and writes FILE.g<CPU>: give --out FILE, not --cpus"
+    run python3 "$cmp" --groups 0 --cpus 1 --out "$WORK/h.jsonl" "$WORK/affinity.py" -- none=none
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--groups binds each group to its CPU"
+    run python3 "$cmp" --groups 0,100000 --out "$WORK/h.jsonl" "$WORK/affinity.py" -- none=none
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--groups 0,100000 is not a CPU list of this process's CPUs ("
+}
+
 @test "compare_builds.py --lockstep runs a round's variants at once, one turn at a time, the order rotating and reversed each round; a crash fails alone; --out keeps each run" {
     local cmp="$ROOT/tests/bench/workloads/compare_builds.py"
     # three turns of 50 ms each, noted in a file per process; WHO names the variant, CRASH_IN makes

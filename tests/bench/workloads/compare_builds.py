@@ -11,8 +11,8 @@ rounds on: an interval that holds 1.000x cannot tell the variant from the first.
 Never judges the numbers;
 exit status 1 when a run printed no result, 2 on bad usage.
 
-usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] [--lockstep] [--out FILE] SCRIPT [ARG...]
-                         -- VARIANT...
+usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST | --groups LIST] [--lockstep] [--out FILE]
+                         SCRIPT [ARG...] -- VARIANT...
        compare_builds.py --merge [--first NAME] FILE...
   --rounds N  rounds (default 3)
   --budget S  start no new round that would end after S seconds (judged by the longest round so
@@ -20,6 +20,9 @@ usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST] [--lockstep] [-
   --cpus LIST run every process on these CPUs only (a Linux CPU list: 2-5 or 2,3,4,5; each one of
             this process's), the same for every variant: a process's speed depends on the cores it
             lands on, and bound to the same ones no variant meets other cores than the rest
+  --groups LIST  this run once per CPU listed, all at once, each group on its CPU only (--cpus C),
+            writing FILE.g<CPU> (its output FILE.g<CPU>.log; --out FILE needed), then their files
+            merged as --merge would (groups.py): a loop of one-CPU runs and their merge in one command
   --lockstep  the variants of a round as processes alive at the same time, taking turns: each
             timed block of a script that calls wl.turn() (wl.timed does) runs while the others
             wait, tens of ms from theirs (turns.py); a script that does not runs straight through
@@ -48,6 +51,7 @@ import sys
 import tempfile
 import time
 
+import groups
 import run  # the suite's bootstrap interval
 import turns
 
@@ -80,9 +84,14 @@ def built_library(name, source=None):
     return library
 
 
+def group_file(out, cpu):
+    """The --out file of --groups' group on cpu."""
+    return "%s.g%d" % (out, cpu)
+
+
 def parse(argv):
-    rounds, budget, cpus, lockstep, out = 3, 0, None, False, None
-    while argv[:1] in (["--rounds"], ["--budget"], ["--cpus"], ["--lockstep"], ["--out"]):
+    rounds, budget, cpus, lockstep, out, groups_on = 3, 0, None, False, None, None
+    while argv[:1] in (["--rounds"], ["--budget"], ["--cpus"], ["--groups"], ["--lockstep"], ["--out"]):
         if argv[0] == "--lockstep":
             lockstep, argv = True, argv[1:]
             continue
@@ -90,15 +99,15 @@ def parse(argv):
             usage("%s wants a value" % argv[0])
         if argv[0] == "--out":
             out = argv[1]
-            try:
-                open(out, "w").close()
-            except OSError as e:
-                usage("--out %s cannot be written: %s" % (out, e.strerror))
-        elif argv[0] == "--cpus":
-            cpus, mine = run.cpu_list(argv[1]), os.sched_getaffinity(0)
-            if not cpus or not cpus <= mine:
-                usage("--cpus %s is not a CPU list of this process's CPUs (%s)" %
-                      (argv[1], ",".join(str(c) for c in sorted(mine))))
+        elif argv[0] in ("--cpus", "--groups"):
+            listed, mine = run.cpu_list(argv[1]), os.sched_getaffinity(0)
+            if not listed or not listed <= mine:
+                usage("%s %s is not a CPU list of this process's CPUs (%s)" %
+                      (argv[0], argv[1], ",".join(str(c) for c in sorted(mine))))
+            if argv[0] == "--cpus":
+                cpus = listed
+            else:
+                groups_on = listed
         elif not argv[1].isdigit() or (argv[0] == "--rounds" and int(argv[1]) < 1):
             usage("%s wants a whole number%s" % (argv[0], " of at least 1" if argv[0] == "--rounds" else ""))
         elif argv[0] == "--rounds":
@@ -106,6 +115,13 @@ def parse(argv):
         else:
             budget = int(argv[1])
         argv = argv[2:]
+    if groups_on and (cpus or not out):
+        usage("--groups binds each group to its CPU and writes FILE.g<CPU>: give --out FILE, not --cpus")
+    for path in [group_file(out, c) for c in sorted(groups_on)] if groups_on else [out] if out else []:
+        try:
+            open(path, "w").close()
+        except OSError as e:
+            usage("--out %s cannot be written: %s" % (path, e.strerror))
     if "--" not in argv:
         usage("missing -- between the script and the variants")
     cut = argv.index("--")
@@ -137,7 +153,7 @@ def parse(argv):
                 usage("variant %s: setting %r is not KEY=VALUE" % (name, kv))
             env[key] = value
         variants.append((name, env))
-    return rounds, budget, cpus, lockstep, out, script, variants
+    return rounds, budget, cpus, lockstep, out, groups_on, script, variants
 
 
 def pinned_to(cpus):
@@ -221,7 +237,9 @@ def main(argv):
                 usage("--first wants a variant's name")
             first, argv = argv[2], argv[2:]
         return merge(argv[1:], first)
-    rounds, budget, cpus, lockstep, out, script, variants = parse(argv)
+    rounds, budget, cpus, lockstep, out, groups_on, script, variants = parse(argv)
+    if groups_on:
+        return run_groups(argv, groups_on, out)
     values = {name: {} for name, _ in variants}
     failed = False
     start, longest, done = time.monotonic(), 0.0, 0
@@ -252,6 +270,20 @@ def main(argv):
     how = "order rotating" + (", the variants of a round at once, taking turns" if lockstep else "")
     report("%s, %d rounds%s, %s%s" % (" ".join(script), done, stopped, how, bound), [n for n, _ in variants], values)
     return 1 if failed else 0
+
+
+def run_groups(argv, cpus, out):
+    """--groups: this run once per CPU at the same time, each group bound to its CPU (groups.py) and
+    writing FILE.g<CPU> (its output FILE.g<CPU>.log), then their files merged as --merge would;
+    exit status the worst of the groups' and the merge's."""
+    rest = groups.without(groups.without(argv, "--groups"), "--out")
+    jobs = [(cpu, [sys.executable, os.path.abspath(__file__), "--cpus", str(cpu), "--out", group_file(out, cpu)] + rest,
+             group_file(out, cpu) + ".log") for cpu in sorted(cpus)]
+    statuses = groups.run(jobs)
+    files = [group_file(out, cpu) for cpu in sorted(cpus) if os.path.getsize(group_file(out, cpu))]
+    if not files:
+        usage("--groups: no group wrote a round (their output: %s.g*.log)" % out)
+    return max([merge(files)] + statuses)
 
 
 def merge(files, first=None):

@@ -950,15 +950,18 @@ def run_inprocess(ctx):
 
 
 def run_groups(args, argv):
-    """--groups: the run once per CPU at the same time (groups.py), then their folders merged into
-    --out; exit status the worst of the groups' and the merge's."""
-    done = groups.run(groups.without(groups.without(argv, "--groups"), "--out"), args.groups, args.out)
-    present = [f for f, _status in done if os.path.isfile(os.path.join(f, "summary.json"))]
-    if not present:
+    """--groups: the run once per CPU at the same time (groups.py), each into OUT/g<CPU>, then their
+    folders merged into --out; exit status the worst of the groups' and the merge's."""
+    os.makedirs(args.out, exist_ok=True)
+    rest = groups.without(groups.without(argv, "--groups"), "--out")
+    folders = [os.path.join(args.out, "g%d" % cpu) for cpu in sorted(args.groups)]
+    statuses = groups.run([(cpu, [sys.executable, os.path.abspath(__file__)] + rest + ["--out", f], f + ".log")
+                           for cpu, f in zip(sorted(args.groups), folders)])
+    args.merge = [f for f in folders if os.path.isfile(os.path.join(f, "summary.json"))]
+    if not args.merge:
         sys.stderr.write("run.py: --groups: no group wrote its folder (their output: %s/g*.log)\n" % args.out)
         return 2
-    args.merge = present
-    return max([merge_runs(args)] + [status for _f, status in done])
+    return max([merge_runs(args)] + statuses)
 
 
 def merge_runs(args):
