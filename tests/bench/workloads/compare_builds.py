@@ -239,7 +239,9 @@ def main(argv):
         return merge(argv[1:], first)
     rounds, budget, cpus, lockstep, out, groups_on, script, variants = parse(argv)
     if groups_on:
-        return run_groups(argv, groups_on, out)
+        options = len(argv) - len(script) - 1 - len(variants)  # what comes before SCRIPT
+        return run_groups(groups.without(groups.without(argv[:options], "--groups"), "--out") + argv[options:],
+                          groups_on, out)
     values = {name: {} for name, _ in variants}
     failed = False
     start, longest, done = time.monotonic(), 0.0, 0
@@ -272,11 +274,11 @@ def main(argv):
     return 1 if failed else 0
 
 
-def run_groups(argv, cpus, out):
-    """--groups: this run once per CPU at the same time, each group bound to its CPU (groups.py) and
-    writing FILE.g<CPU> (its output FILE.g<CPU>.log), then their files merged as --merge would;
-    exit status the worst of the groups' and the merge's."""
-    rest = groups.without(groups.without(argv, "--groups"), "--out")
+def run_groups(rest, cpus, out):
+    """--groups: this run (rest: its arguments less --groups and --out) once per CPU at the same
+    time, each group bound to its CPU (groups.py) and writing FILE.g<CPU> (its output
+    FILE.g<CPU>.log), then their files merged as --merge would; exit status the worst of the
+    groups' and the merge's."""
     jobs = [(cpu, [sys.executable, os.path.abspath(__file__), "--cpus", str(cpu), "--out", group_file(out, cpu)] + rest,
              group_file(out, cpu) + ".log") for cpu in sorted(cpus)]
     statuses = groups.run(jobs)
