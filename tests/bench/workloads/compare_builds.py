@@ -100,10 +100,10 @@ def parse(argv):
         if argv[0] == "--out":
             out = argv[1]
         elif argv[0] in ("--cpus", "--groups"):
-            listed, mine = run.cpu_list(argv[1]), os.sched_getaffinity(0)
-            if not listed or not listed <= mine:
+            listed = run.own_cpu_list(argv[1])
+            if not listed:
                 usage("%s %s is not a CPU list of this process's CPUs (%s)" %
-                      (argv[0], argv[1], ",".join(str(c) for c in sorted(mine))))
+                      (argv[0], argv[1], ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))))
             if argv[0] == "--cpus":
                 cpus = listed
             else:
@@ -156,17 +156,12 @@ def parse(argv):
     return rounds, budget, cpus, lockstep, out, groups_on, script, variants
 
 
-def pinned_to(cpus):
-    """A child's preexec_fn putting it on the CPUs cpus, or None (all of ours) when cpus is None."""
-    return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
-
-
 def run_child(argv, env, timeout, cpus=None):
     """Runs argv to its end, on the CPUs cpus (all of ours when None): (exit code, stdout, stderr,
     peak resident set in KiB, turns.reap), or None on timeout."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(argv, env=env, stdout=out, stderr=err, text=True,
-                                 preexec_fn=pinned_to(cpus))
+                                 preexec_fn=groups.pinned_to(cpus))
         returncode, usage, late = turns.reap(child, timeout, child.kill)
         if late:
             return None
@@ -187,7 +182,7 @@ def run_once(script, env, cpus):
 def run_round_lockstep(script, order, cpus):
     """A round's runs in lockstep (turns.py), in order: [(metrics, None) or (None, why)] as run_once
     gives them. RUN_TIMEOUT_S is each process's own time, not its waits."""
-    takers = [turns.TurnTaker([sys.executable] + script, env, None, RUN_TIMEOUT_S, None, pinned_to(cpus))
+    takers = [turns.TurnTaker([sys.executable] + script, env, None, RUN_TIMEOUT_S, None, groups.pinned_to(cpus))
               for _, env in order]
     turns.take_turns(takers)
     out = []

@@ -23,6 +23,11 @@ def without(argv, option):
     return out
 
 
+def pinned_to(cpus):
+    """A child's preexec_fn putting it on the CPUs cpus only, or None (all of ours) when cpus is empty."""
+    return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+
+
 def run(jobs, say=print):
     """jobs: [(cpu, argv, log path)]. Starts every argv bound to its CPU, its stdout and stderr to
     its log, waits for all, and returns their exit statuses in the jobs' order."""
@@ -31,7 +36,7 @@ def run(jobs, say=print):
         with open(log, "w") as logf:
             # a session of its own: a Ctrl-C at the terminal reaches the group once, through stop_all
             procs.append((cpu, subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
-                                                preexec_fn=lambda c=cpu: os.sched_setaffinity(0, {c}))))
+                                                preexec_fn=pinned_to({cpu}))))
         say("# group on CPU %d: %s, output in %s" % (cpu, " ".join(argv[1:]), log))
 
     def stop_all(signum, _frame):

@@ -170,9 +170,10 @@ def parse_args(argv):
     if args.out is None and os.environ.get("OUT") and not args.merge:
         args.out = os.path.join(os.environ["OUT"], "bench-workloads")
     if args.groups is not None:
-        cpus, mine = cpu_list(args.groups), os.sched_getaffinity(0)
-        if not cpus or not cpus <= mine:
-            p.error("--groups %s is not a list of this process's CPUs (%s)" % (args.groups, cpu_ranges(mine)))
+        cpus = own_cpu_list(args.groups)
+        if not cpus:
+            p.error("--groups %s is not a list of this process's CPUs (%s)" % (
+                args.groups, cpu_ranges(os.sched_getaffinity(0))))
         if args.merge or args.list or args.dry_run:
             p.error("--groups runs the suite: not with --merge, --list or --dry-run")
         if not args.out:
@@ -803,6 +804,12 @@ def cpu_list(text):
             return None
         cpus.update(range(int(low), int(high if dash else low) + 1))
     return cpus
+
+
+def own_cpu_list(text):
+    """The CPUs a Linux CPU list names when each is one this process may run on, else None."""
+    cpus = cpu_list(text)
+    return cpus if cpus and cpus <= os.sched_getaffinity(0) else None
 
 
 def cpu_ranges(cpus):
