@@ -7,7 +7,9 @@
  * every step: the slots' bases strictly increase, the holes counted are the holes there, the holes
  * stay under their bound; every record is found by its base and by its first and last byte, no
  * record is found for a byte between records, the range queries give exactly the records the list
- * does, the watched-bases filter watches every base. Prints "alloc_table: N steps as the list" or
+ * does, the watched-bases filter watches every base; every 1000 steps, the filter counts exactly the
+ * live bases hashing to each slot and its summary has a bit set exactly where one of its slots
+ * counts (so a free far from every base stops at the summary). Prints "alloc_table: N steps as the list" or
  * the first difference and exits 1. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -164,6 +166,24 @@ static void check(void)
     check_range(lo, lo + (1 + next_random(64)) * UNIT);
 }
 
+static void check_filter(void)
+{
+    static uint16_t expected[ALLOC_EVENTS_FILTER_SLOTS];
+    memset(expected, 0, sizeof expected);
+    for (unsigned i = 0; i < live_count; i++)
+        expected[alloc_events_slot(live[i]->base)]++;
+    for (size_t slot = 0; slot < ALLOC_EVENTS_FILTER_SLOTS; slot++)
+        if (alloc_events_filter[slot] != expected[slot])
+            fail("a filter slot does not count the live bases hashing to it", slot);
+    for (size_t bit = 0; bit < ALLOC_EVENTS_FILTER_SLOTS >> ALLOC_EVENTS_SUMMARY_SHIFT; bit++) {
+        bool counting = false;
+        for (size_t slot = bit << ALLOC_EVENTS_SUMMARY_SHIFT; slot < (bit + 1) << ALLOC_EVENTS_SUMMARY_SHIFT; slot++)
+            counting |= expected[slot] != 0;
+        if (counting != ((alloc_events_summary[bit >> 6] >> (bit & 63)) & 1))
+            fail("a summary bit disagrees with its slots", bit);
+    }
+}
+
 int main(void)
 {
     unsigned long total = 200000;
@@ -199,6 +219,8 @@ int main(void)
             }
         }
         check();
+        if (steps % 1000 == 999)
+            check_filter();
         most = live_count > most ? live_count : most;
     }
     printf("alloc_table: %lu steps as the list (at most %u records)\n", total, most);
