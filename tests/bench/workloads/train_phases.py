@@ -10,8 +10,9 @@ faults), threads (the process's, at the end), and the CPU time, over the timed s
 process's threads other than the main one: the shim's (named pinshim-*) and the rest (PyTorch's
 OpenMP team, the driver's), in ms. Under tests/bench/alloc_count.c (a preload run instead of the
 shim) also the allocator calls a step makes, and those of 1 MiB or more (what the shim tracks).
-Run it under several variants, side by side:
-  tests/bench/workloads/compare_builds.py --rounds 8 tests/bench/workloads/train_phases.py -- \\
+Every 10 steps it ends a turn (wl.turn), so that under compare_builds.py --lockstep the variants
+take turns on one CPU between steps (never inside a timed one). Run it under several variants:
+  tests/bench/workloads/compare_builds.py --lockstep --cpus 3 --rounds 8 tests/bench/workloads/train_phases.py -- \\
       none=none empty=empty shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off \\
       count=tests/bench/alloc_count.c
 Without PyTorch or a GPU it prints a skipped line and exits 0. Never judges the numbers."""
@@ -21,7 +22,7 @@ import time
 
 import wl
 
-NAME, WARMUP, TIMED, CONTROL_LOOPS = "train_phases", 100, 400, 3000
+NAME, WARMUP, TIMED, CONTROL_LOOPS, TURN_STEPS = "train_phases", 100, 400, 3000, 10
 PHASES = ("batch", "copy", "forward", "backward", "optimizer", "item")
 
 
@@ -55,6 +56,8 @@ counters = allocator_counters()
 step, _model = wl.torch_mlp_step(torch, dev, False, mark=lambda phase: marks.append(time.perf_counter_ns()))
 times = {k: [] for k in PHASES + ("step", "control", "step_per_control")}
 for n in range(WARMUP + TIMED):
+    if n % TURN_STEPS == 0:
+        wl.turn()  # between steps, never inside one: under --lockstep the others run now
     if n == WARMUP:
         faults0, threads0 = minor_faults(), wl.thread_cpu_ns()
         allocs0 = counters() if counters else None
