@@ -3,7 +3,7 @@
  * next definition (alloc_next.h) and publish what happened to memory as events (alloc_events.h):
  * allocations of at least alloc_events_min_bytes, blocks about to be freed or released, ranges
  * about to be unmapped or discarded, mappings that move. Who listens is not this file's business.
- * Small allocations pay one comparison (malloc) or one summary load (free), and a tail call.
+ * Small allocations pay one comparison (malloc) or one filter load (free), and a tail call.
  * Before the next allocator is found (dlsym itself may call calloc) requests are served from the
  * bootstrap arena, whose blocks are never given to the real free.
  * Contract: the program gets exactly what the next allocator returns, with errno as it left it. */
@@ -61,8 +61,8 @@ static __attribute__((noinline, cold)) void *malloc_rest(size_t n)
 
 PINSHIM_EXPORT void *malloc(size_t n)
 {
-    if (PINSHIM_LIKELY(!alloc_events_wanted(n)))
-        return alloc_next.malloc(n); /* a stub until resolved (alloc_next.h) */
+    if (PINSHIM_LIKELY(!alloc_events_wanted(n) && alloc_next_resolved_now()))
+        return alloc_next.malloc(n);
     return malloc_rest(n);
 }
 
@@ -80,7 +80,8 @@ static __attribute__((noinline, cold)) void *calloc_rest(size_t count, size_t si
 PINSHIM_EXPORT void *calloc(size_t count, size_t size)
 {
     size_t n;
-    if (PINSHIM_LIKELY(!__builtin_mul_overflow(count, size, &n) && !alloc_events_wanted(n)))
+    if (PINSHIM_LIKELY(!__builtin_mul_overflow(count, size, &n) && !alloc_events_wanted(n) &&
+                       alloc_next_resolved_now()))
         return alloc_next.calloc(count, size);
     return calloc_rest(count, size);
 }
@@ -98,7 +99,7 @@ PINSHIM_EXPORT void free(void *p)
 {
     if (PINSHIM_UNLIKELY(!p))
         return;
-    if (PINSHIM_LIKELY(!alloc_in_boot(p) && !alloc_events_watched((uintptr_t)p)))
+    if (PINSHIM_LIKELY(!alloc_in_boot(p) && !alloc_events_watched((uintptr_t)p) && alloc_next_resolved_now()))
         return alloc_next.free(p);
     free_rest(p);
 }

@@ -8,7 +8,6 @@
 
 size_t alloc_events_min_bytes = SIZE_MAX;
 _Alignas(64) uint16_t alloc_events_filter[ALLOC_EVENTS_FILTER_SLOTS]; /* how many watched bases hash to each slot */
-_Alignas(64) uint64_t alloc_events_summary[ALLOC_EVENTS_SUMMARY_WORDS];  /* a bit per 16 slots: any of them counting */
 
 static const struct alloc_subscriber *subscribers[ALLOC_EVENTS_MAX_SUBSCRIBERS];
 static unsigned subscriber_count;
@@ -51,50 +50,21 @@ void alloc_events_pause_allocations(bool paused)
 
 /* --- the watched bases --- */
 
-/* The summary bit of a slot's 16 follows them: set when one starts counting, cleared when the last
- * stops. Set before the slot counts, so that a free never finds the slot counting and the bit clear. */
-static void summary_set(size_t slot, bool on)
-{
-    size_t bit = slot >> ALLOC_EVENTS_SUMMARY_SHIFT;
-    uint64_t mask = 1ull << (bit & 63);
-    if (on)
-        __atomic_fetch_or(&alloc_events_summary[bit >> 6], mask, __ATOMIC_RELAXED);
-    else
-        __atomic_fetch_and(&alloc_events_summary[bit >> 6], ~mask, __ATOMIC_RELAXED);
-}
-
-static bool neighbours_idle(size_t slot)
-{
-    size_t first = slot & ~(((size_t)1 << ALLOC_EVENTS_SUMMARY_SHIFT) - 1);
-    for (size_t i = first; i < first + ((size_t)1 << ALLOC_EVENTS_SUMMARY_SHIFT); i++)
-        if (__atomic_load_n(&alloc_events_filter[i], __ATOMIC_RELAXED))
-            return false;
-    return true;
-}
-
 static void filter_add(uintptr_t p, int delta)
 {
-    size_t slot = alloc_events_slot(p);
-    uint16_t v = __atomic_load_n(&alloc_events_filter[slot], __ATOMIC_RELAXED);
+    uint16_t *slot = &alloc_events_filter[alloc_events_slot(p)];
+    uint16_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
     if (delta > 0 && v == UINT16_MAX)
         return; /* saturated: stays "maybe" for good, which is only slower */
     if (delta < 0 && (v == 0 || v == UINT16_MAX))
         return;
-    if (v == 0)
-        summary_set(slot, true);
-    __atomic_store_n(&alloc_events_filter[slot], (uint16_t)(v + delta), __ATOMIC_RELAXED);
-    if (v + delta == 0 && neighbours_idle(slot))
-        summary_set(slot, false);
+    __atomic_store_n(slot, (uint16_t)(v + delta), __ATOMIC_RELAXED);
 }
 
 void alloc_events_watch(uintptr_t p) { filter_add(p, +1); }
 void alloc_events_unwatch(uintptr_t p) { filter_add(p, -1); }
 
-void alloc_events_unwatch_all(void)
-{
-    memset(alloc_events_filter, 0, sizeof alloc_events_filter);
-    memset(alloc_events_summary, 0, sizeof alloc_events_summary);
-}
+void alloc_events_unwatch_all(void) { memset(alloc_events_filter, 0, sizeof alloc_events_filter); }
 
 /* --- publishing --- */
 

@@ -7,8 +7,7 @@
  * reserve, wired in interpose/init.c) register at start-up and do their own work in their callbacks.
  * What a free costs is kept small: an `allocated` event is published only for sizes of at least
  * alloc_events_min_bytes (one comparison in malloc), and a `releasing` event only for a base some
- * subscriber watches (alloc_events_watch(); a lock-free counting filter behind a 512-byte summary
- * of it: one load in free).
+ * subscriber watches (alloc_events_watch(); a lock-free counting filter, one load in free).
  * Contract: subscribe and unsubscribe only from the constructor or a forked child (no other thread
  * publishing). Publishing is thread-safe; each publish saves and restores errno around the
  * callbacks, which run on the allocating thread, before (releases, discards) or after
@@ -79,24 +78,10 @@ static inline size_t alloc_events_slot(uintptr_t p)
     return (size_t)(line << ALLOC_EVENTS_GROUP_BITS | (page & ((1u << ALLOC_EVENTS_GROUP_BITS) - 1)));
 }
 
-/* In front of the filter, a summary of it small enough to stay in the first-level cache: a bit per
- * 16 neighbouring slots (half a line), set while any of them counts a base: 4096 bits, 512 bytes.
- * A free reads its bit, and the filter only when the bit is set (near a watched base, or a rare
- * neighbour sharing the bit). The filter alone, 128 KiB, was read by every free: the frees of a
- * PyTorch training step, scattered over its heap, read hundreds of its lines and cost that step's
- * forward and backward passes 2 % more than a hook that only forwards (the thirty-fourth stop's
- * train_phases.py runs, HISTORY.md). */
-#define ALLOC_EVENTS_SUMMARY_SHIFT 4 /* 16 slots to a summary bit */
-#define ALLOC_EVENTS_SUMMARY_WORDS (ALLOC_EVENTS_FILTER_SLOTS >> (ALLOC_EVENTS_SUMMARY_SHIFT + 6))
-extern uint64_t alloc_events_summary[ALLOC_EVENTS_SUMMARY_WORDS]; /* 64-byte aligned */
-
-/* Lock-free: false means no subscriber watches base p (most frees stop at the summary). */
+/* Lock-free: false means no subscriber watches base p (most frees stop here). */
 static inline bool alloc_events_watched(uintptr_t p)
 {
-    size_t slot = alloc_events_slot(p), bit = slot >> ALLOC_EVENTS_SUMMARY_SHIFT;
-    if (PINSHIM_LIKELY(!((__atomic_load_n(&alloc_events_summary[bit >> 6], __ATOMIC_RELAXED) >> (bit & 63)) & 1)))
-        return false;
-    return __atomic_load_n(&alloc_events_filter[slot], __ATOMIC_RELAXED) != 0;
+    return __atomic_load_n(&alloc_events_filter[alloc_events_slot(p)], __ATOMIC_RELAXED) != 0;
 }
 
 /* A subscriber starts or stops watching base p (counted: one base may be watched twice). The

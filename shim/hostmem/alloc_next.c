@@ -8,13 +8,7 @@
 
 #include "base/real.h"
 
-/* Until the next allocator is known, malloc, calloc and free point at these, which resolve it or
- * fall back to the arena: the hooks' fast paths call through the pointers with no check. */
-static void *unresolved_malloc(size_t n);
-static void *unresolved_calloc(size_t count, size_t size);
-static void unresolved_free(void *p);
-
-struct next_allocator alloc_next = {.malloc = unresolved_malloc, .calloc = unresolved_calloc, .free = unresolved_free};
+struct next_allocator alloc_next;
 int alloc_next_resolved;
 static __thread int resolving __attribute__((tls_model("initial-exec")));
 
@@ -43,10 +37,8 @@ size_t alloc_boot_size(const void *p)
     return n;
 }
 
-#define NEXT(name) found.name = (__typeof__(found.name))pinshim_real_dlsym(RTLD_NEXT, #name)
+#define NEXT(name) alloc_next.name = (__typeof__(alloc_next.name))pinshim_real_dlsym(RTLD_NEXT, #name)
 
-/* Found all at once, then published, malloc, calloc and free last (replacing the stubs): a hook
- * never calls a pointer that is still missing, and never a real free before the real malloc. */
 bool alloc_next_resolve(void)
 {
     if (PINSHIM_LIKELY(__atomic_load_n(&alloc_next_resolved, __ATOMIC_ACQUIRE)))
@@ -54,48 +46,14 @@ bool alloc_next_resolve(void)
     if (resolving)
         return false;
     resolving++;
-    struct next_allocator found = {0};
     if (real_dlsym_ready() == 0) {
         NEXT(malloc); NEXT(calloc); NEXT(realloc); NEXT(free); NEXT(posix_memalign); NEXT(aligned_alloc);
         NEXT(memalign); NEXT(valloc); NEXT(pvalloc); NEXT(mmap); NEXT(munmap); NEXT(mremap); NEXT(madvise);
-    }
-    if (found.malloc && found.calloc && found.realloc && found.free) {
-        alloc_next.realloc = found.realloc;
-        alloc_next.posix_memalign = found.posix_memalign;
-        alloc_next.aligned_alloc = found.aligned_alloc;
-        alloc_next.memalign = found.memalign;
-        alloc_next.valloc = found.valloc;
-        alloc_next.pvalloc = found.pvalloc;
-        alloc_next.mmap = found.mmap;
-        alloc_next.munmap = found.munmap;
-        alloc_next.mremap = found.mremap;
-        alloc_next.madvise = found.madvise;
-        __atomic_store_n(&alloc_next.malloc, found.malloc, __ATOMIC_RELEASE);
-        __atomic_store_n(&alloc_next.calloc, found.calloc, __ATOMIC_RELEASE);
-        __atomic_store_n(&alloc_next.free, found.free, __ATOMIC_RELEASE);
-        __atomic_store_n(&alloc_next_resolved, 1, __ATOMIC_RELEASE);
+        if (alloc_next.malloc && alloc_next.calloc && alloc_next.realloc && alloc_next.free)
+            __atomic_store_n(&alloc_next_resolved, 1, __ATOMIC_RELEASE);
     }
     resolving--;
     return __atomic_load_n(&alloc_next_resolved, __ATOMIC_ACQUIRE);
-}
-
-static void *unresolved_malloc(size_t n)
-{
-    return alloc_next_resolve() ? alloc_next.malloc(n) : alloc_boot_alloc(n, 16);
-}
-
-static void *unresolved_calloc(size_t count, size_t size)
-{
-    size_t n;
-    if (alloc_next_resolve())
-        return alloc_next.calloc(count, size);
-    return __builtin_mul_overflow(count, size, &n) ? NULL : alloc_boot_alloc(n, 16);
-}
-
-static void unresolved_free(void *p)
-{
-    if (!alloc_in_boot(p) && alloc_next_resolve())
-        alloc_next.free(p); /* else a block from nowhere the shim knows: kept, as before it resolved */
 }
 
 void *alloc_next_malloc(size_t n)

@@ -5,10 +5,9 @@
  * The allocation hooks (alloc.c) forward to it; the tracking table (alloc_table.c) takes its own
  * memory from it directly (alloc_next_malloc/calloc/realloc/free), never through the hooks, so the
  * shim's bookkeeping is never itself an allocation event.
- * Contract: thread-safe; errno as the next allocator leaves it. alloc_next's malloc, calloc and free
- * are never NULL: until it is resolved they are stubs that resolve it or use the arena, so the
- * hooks' fast paths call them with no check. alloc_next_ready() returns false on a thread that is
- * resolving (re-entered from dlsym), and the caller then uses the arena. */
+ * Contract: thread-safe; errno as the next allocator leaves it. alloc_next_ready() is the hooks'
+ * fast path (one load once resolved); it returns false on a thread that is resolving (re-entered
+ * from dlsym), and the caller then uses the arena. */
 #ifndef PINSHIM_ALLOC_NEXT_H
 #define PINSHIM_ALLOC_NEXT_H
 
@@ -39,7 +38,8 @@ extern struct next_allocator alloc_next;
 extern int alloc_next_resolved;
 bool alloc_next_resolve(void);
 
-/* True once alloc_next's malloc, calloc, realloc and free are known; never resolves. */
+/* True once alloc_next's malloc, calloc, realloc and free are known; never resolves (the hooks'
+ * fast paths: false sends them to their out-of-line path, which calls alloc_next_ready). */
 static inline bool alloc_next_resolved_now(void)
 {
     return PINSHIM_LIKELY(__atomic_load_n(&alloc_next_resolved, __ATOMIC_ACQUIRE));
