@@ -793,7 +793,7 @@ PY
     echo "$output" | grep -F -- "--merge: --first guard: no such variant (the variants: none, shim)"
 }
 
-@test "alloc_count.c counts every allocator call and those of 1 MiB or more; compare_builds.py builds a C file given as a variant's library" {
+@test "alloc_count.c counts every allocator call, those of 1 MiB or more and each hooked function's; compare_builds.py builds a C file given as a variant's library" {
     cc -O2 -shared -fPIC "$ROOT/tests/bench/alloc_count.c" -o "$WORK/libcount.so"
     cat >"$WORK/allocs.c" <<'C'
 #define _GNU_SOURCE
@@ -802,17 +802,23 @@ PY
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 int main(void)
 {
     uint64_t (*calls)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT, "alloc_count_calls");
     uint64_t (*large)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT, "alloc_count_large");
-    if (!calls || !large)
+    uint64_t (*of)(unsigned) = (uint64_t (*)(unsigned))dlsym(RTLD_DEFAULT, "alloc_count_of");
+    const char *(*name)(unsigned) = (const char *(*)(unsigned))dlsym(RTLD_DEFAULT, "alloc_count_name");
+    if (!calls || !large || !of || !name)
         return 2;
-    uint64_t c0 = calls(), l0 = large();
+    uint64_t c0 = calls(), l0 = large(), each0[16];
+    for (unsigned i = 0; i < 16; i++)
+        each0[i] = of(i);
     void *p[7];
     p[0] = malloc(100);
     p[1] = calloc(4, 1 << 18); /* 1 MiB in all */
-    p[2] = realloc(NULL, 3 << 20);
+    void *volatile nothing = NULL; /* realloc(NULL, n) written out would be compiled as malloc */
+    p[2] = realloc(nothing, 3 << 20);
     p[3] = aligned_alloc(64, 128);
     p[4] = memalign(4096, 2 << 20);
     if (posix_memalign(&p[5], 64, 4 << 20) != 0 || posix_memalign(&p[6], 3, 8) == 0)
@@ -820,16 +826,43 @@ int main(void)
     for (int i = 0; i < 6; i++)
         free(p[i]);
     free(NULL);
-    printf("calls %llu large %llu\n", (unsigned long long)(calls() - c0), (unsigned long long)(large() - l0));
+    char *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || madvise(m, 4096, MADV_DONTNEED) != 0)
+        return 4;
+    m = mremap(m, 8192, 16384, MREMAP_MAYMOVE);
+    if (m == MAP_FAILED || munmap(m, 16384) != 0)
+        return 5;
+    uint64_t c1 = calls(), l1 = large(), each1[16]; /* all read before printf allocates its buffer */
+    for (unsigned i = 0; i < 16; i++)
+        each1[i] = of(i);
+    printf("calls %llu large %llu\n", (unsigned long long)(c1 - c0), (unsigned long long)(l1 - l0));
+    for (unsigned i = 0; name(i); i++)
+        printf("%s %llu\n", name(i), (unsigned long long)(each1[i] - each0[i]));
     return 0;
 }
 C
     cc -O1 "$WORK/allocs.c" -o "$WORK/allocs" -ldl
-    # 7 allocations (the misaligned posix_memalign counted, refused) and 6 frees; 4 of 1 MiB or more
+    # 7 allocations (the misaligned posix_memalign counted, refused) and 6 frees; 4 of 1 MiB or more;
+    # then one call of each of the mmap family
     ALLOC_COUNT_REPORT=1 LD_PRELOAD="$WORK/libcount.so" "$WORK/allocs" >"$WORK/out" 2>"$WORK/err"
     cat "$WORK/out" "$WORK/err"
-    [ "$(cat "$WORK/out")" = "calls 13 large 4" ]
-    grep -E '^alloc_count: [0-9]+ allocator calls, [0-9]+ of 1 MiB or more$' "$WORK/err"
+    [ "$(head -n 1 "$WORK/out")" = "calls 13 large 4" ]
+    [ "$(tail -n +2 "$WORK/out" | tr '\n' ' ')" = "malloc 1 calloc 1 realloc 1 free 6 posix_memalign 2 aligned_alloc 1 memalign 1 mmap 1 munmap 1 mremap 1 madvise 1 " ]
+    grep -E '^alloc_count: [0-9]+ allocator calls, [0-9]+ of 1 MiB or more; malloc [0-9]+ calloc [0-9]+ .* madvise [0-9]+$' "$WORK/err"
+    # Python finds them (wl.alloc_counts_reader, what train_phases.py reports per step); None without
+    LD_PRELOAD="$WORK/libcount.so" python3 - "$ROOT/tests/bench/workloads" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import wl
+read = wl.alloc_counts_reader()
+before = read()
+blocks = [bytearray(2 << 20) for _ in range(3)]
+after = read()
+delta = {k: after[k] - before[k] for k in after}
+assert delta["large"] == 3 and delta["malloc"] + delta["calloc"] >= 3 and delta["calls"] >= 3, delta
+assert list(after)[:4] == ["calls", "large", "malloc", "calloc"] and "munmap" in after, after
+PY
+    python3 -c "import sys; sys.path.insert(0, '$ROOT/tests/bench/workloads'); import wl; assert wl.alloc_counts_reader() is None"
     # through compare_builds.py: built from the C file, preloaded, found by a script with ctypes
     cat >"$WORK/counted.py" <<'PY'
 import ctypes, json

@@ -9,14 +9,15 @@ step_per_control (the median of each step over its own control), faults_per_step
 faults), threads (the process's, at the end), and the CPU time, over the timed steps, of the
 process's threads other than the main one: the shim's (named pinshim-*) and the rest (PyTorch's
 OpenMP team, the driver's), in ms. Under tests/bench/alloc_count.c (a preload run instead of the
-shim) also the allocator calls a step makes, and those of 1 MiB or more (what the shim tracks).
+shim) also the allocator calls a step makes, those of 1 MiB or more (what the shim tracks), and the
+calls of each function the shim's allocation hooks interpose (calls_malloc, calls_free, ...,
+calls_munmap).
 Every 10 steps it ends a turn (wl.turn), so that under compare_builds.py --lockstep the variants
 take turns on one CPU between steps (never inside a timed one). Run it under several variants:
   tests/bench/workloads/compare_builds.py --lockstep --cpus 3 --rounds 8 tests/bench/workloads/train_phases.py -- \\
       none=none empty=empty shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off \\
       count=tests/bench/alloc_count.c
 Without PyTorch or a GPU it prints a skipped line and exits 0. Never judges the numbers."""
-import ctypes
 import os
 import time
 
@@ -34,17 +35,6 @@ def control_us():
     return (time.perf_counter_ns() - t0) / 1e3
 
 
-def allocator_counters():
-    """alloc_count.c's two counters, when that library is preloaded, else None."""
-    try:
-        process = ctypes.CDLL(None)
-        calls, large = process.alloc_count_calls, process.alloc_count_large
-    except AttributeError:
-        return None
-    calls.restype = large.restype = ctypes.c_uint64
-    return lambda: (calls(), large())
-
-
 def minor_faults():
     with open("/proc/self/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[7])
@@ -52,7 +42,7 @@ def minor_faults():
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 marks = []
-counters = allocator_counters()
+counters = wl.alloc_counts_reader()
 step, _model = wl.torch_mlp_step(torch, dev, False, mark=lambda phase: marks.append(time.perf_counter_ns()))
 times = {k: [] for k in PHASES + ("step", "control", "step_per_control")}
 for n in range(WARMUP + TIMED):
@@ -95,8 +85,10 @@ rep.metric("shim_threads_cpu", "CPU time of the shim's threads over the timed st
 rep.metric("other_threads_cpu", "CPU time of the other non-main threads over the timed steps", others["other"] / 1e6,
            "ms", "same")
 if allocs1:
-    rep.metric("allocator_calls", "allocator calls per timed step (alloc_count.c)", (allocs1[0] - allocs0[0]) / TIMED,
-               "calls", "same")
-    rep.metric("allocator_calls_1mib", "of those, calls for 1 MiB or more", (allocs1[1] - allocs0[1]) / TIMED, "calls",
+    per_step = {key: (allocs1[key] - allocs0[key]) / TIMED for key in allocs1}
+    rep.metric("allocator_calls", "allocator calls per timed step (alloc_count.c)", per_step.pop("calls"), "calls",
                "same")
+    rep.metric("allocator_calls_1mib", "of those, calls for 1 MiB or more", per_step.pop("large"), "calls", "same")
+    for fn, n in per_step.items():
+        rep.metric("calls_" + fn, "%s calls per timed step (alloc_count.c)" % fn, n, "calls", "same")
 rep.emit()

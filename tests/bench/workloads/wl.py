@@ -191,6 +191,30 @@ def thread_cpu_ns():
     return out
 
 
+def alloc_counts_reader():
+    """tests/bench/alloc_count.c's counters, when that library is preloaded, else None: a function
+    returning {"calls": ..., "large": ..., and each counted function's name: its calls so far}."""
+    import ctypes
+    try:
+        process = ctypes.CDLL(None)
+        calls, large, name, count = (process.alloc_count_calls, process.alloc_count_large, process.alloc_count_name,
+                                     process.alloc_count_of)
+    except AttributeError:
+        return None
+    calls.restype = large.restype = count.restype = ctypes.c_uint64
+    name.argtypes = count.argtypes = [ctypes.c_uint]
+    name.restype = ctypes.c_char_p
+    names = []
+    while name(len(names)) is not None:
+        names.append(name(len(names)).decode())
+
+    def read():
+        counts = {"calls": calls(), "large": large()}
+        counts.update((fn, count(i)) for i, fn in enumerate(names))
+        return counts
+    return read
+
+
 def cpu_test_mode():
     return os.environ.get("BENCH_WL_CPU") == "1"
 
