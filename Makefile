@@ -51,7 +51,7 @@ PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so \
              $(BUILD)/tests/libframecopy.so
 
-.PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads install clean conformance FORCE
+.PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads bench-hook-variants install clean conformance FORCE
 all: $(BUILD)/libpinshim.so
 
 $(BUILD)/gen/presets.c: $(PRESETS) scripts/embed-presets.sh
@@ -181,7 +181,26 @@ $(CONF): $(CONF_SRC) tests/conformance/conform.h tests/progs/testutil.h
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) -Itests/conformance $(CONF_SRC) -o $@ -ldl
 
-test-build: all $(FAKE_LIB) $(PROGS) $(OMP_LLVM_PROG) $(TEST_LIBS) $(CONF) $(FUZZ_PROG)
+# Measurement builds of the same objects with some allocation hooks kept local by a version script
+# (the program's calls to them go straight to glibc) and interception forced off
+# (tests/bench/hooks_off.c): what the hooks cost a workload, family by family, against the shim with
+# interception off (tests/bench/workloads/README.md, "What the allocation hooks cost"). Never
+# installed; made by test-build (the bats test checks their exports).
+MALLOC_HOOKS  := malloc calloc realloc reallocarray free posix_memalign aligned_alloc memalign valloc pvalloc
+MMAP_HOOKS    := mmap mmap64 munmap mremap madvise
+HOOK_FAMILIES := malloc mmap alloc
+hooks_of       = $(if $(filter malloc alloc,$1),$(MALLOC_HOOKS)) $(if $(filter mmap alloc,$1),$(MMAP_HOOKS))
+HOOK_VARIANTS := $(patsubst %,$(BUILD)/bench/libpinshim-no-%-hooks.so,$(HOOK_FAMILIES))
+bench-hook-variants: $(HOOK_VARIANTS)
+$(BUILD)/bench/hooks_off.o: tests/bench/hooks_off.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 $(CFLAGS) $(WARN) -fPIC -c $< -o $@
+$(BUILD)/bench/libpinshim-no-%-hooks.so: $(SHIM_OBJ) $(BUILD)/bench/hooks_off.o
+	printf '{ global: *; local: %s };\n' "$(foreach s,$(call hooks_of,$*),$(s);)" >$@.map
+	$(CC) $(CFLAGS) $(LTO) $(PGO_USE) $(WARN) $(SHIM_OBJ) $(BUILD)/bench/hooks_off.o -o $@ $(SHIM_LDFLAGS) \
+	    -Wl,--version-script=$@.map
+
+test-build: all $(FAKE_LIB) $(PROGS) $(OMP_LLVM_PROG) $(TEST_LIBS) $(CONF) $(FUZZ_PROG) $(HOOK_VARIANTS)
 
 deps:
 	CC="$(CC)" CUDA_HOME="$(CUDA_HOME)" sh scripts/install-deps.sh build

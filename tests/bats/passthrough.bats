@@ -211,6 +211,31 @@ PY
     [ "$shim" -lt $((none + 200)) ]
 }
 
+@test "make bench-hook-variants: the library with a family of allocation hooks kept local, interception forced off" {
+    bench="$ROOT/build/bench"
+    exported() { nm -D --defined-only "$1" | awk '$2 ~ /^[A-Z]$/ {print $3}' | grep -xE "$2" | sort | tr '\n' ' '; }
+    [ "$(exported "$SHIM" 'malloc|free|mmap|munmap|read')" = "free malloc mmap munmap read " ]
+    [ "$(exported "$bench/libpinshim-no-malloc-hooks.so" 'malloc|free|mmap|munmap|read')" = "mmap munmap read " ]
+    [ "$(exported "$bench/libpinshim-no-mmap-hooks.so" 'malloc|free|mmap|munmap|read')" = "free malloc read " ]
+    [ "$(exported "$bench/libpinshim-no-alloc-hooks.so" 'malloc|free|mmap|munmap|read')" = "read " ]
+    # the program's malloc goes where the exports say (the dynamic linker's own account)
+    binding() { LD_DEBUG=bindings LD_PRELOAD="$1" /bin/true 2>&1 | grep -F "binding file /bin/true " |
+        grep -F "symbol \`$2'" | sed 's/.* to \([^ ]*\) .*/\1/' | xargs -r basename; }
+    [ "$(binding "$bench/libpinshim-no-malloc-hooks.so" malloc)" = libc.so.6 ]
+    [ "$(binding "$bench/libpinshim-no-mmap-hooks.so" malloc)" = libpinshim-no-mmap-hooks.so ]
+    # interception off whatever the environment says: the copies pass unseen, no summary, same output
+    run_app plain noshim "$T/errors"
+    for v in malloc mmap alloc; do
+        SHIM="$bench/libpinshim-no-$v-hooks.so" PINSHIM_INTERCEPT=on PINSHIM_SUMMARY=text run_app "$v" shim "$T/errors"
+        show "$v"
+        [ "$(cat "$WORK/$v.rc")" = "$(cat "$WORK/plain.rc")" ]
+        diff "$WORK/plain.out" "$WORK/$v.out"
+        [ ! -s "$WORK/$v.err" ]
+    done
+    PINSHIM_SUMMARY=text run_app full shim "$T/errors"
+    grep -q "transfer summary" "$WORK/full.err" # the full library under the same settings does observe
+}
+
 @test "the library is built from a profile of its hot loops; PGO=off builds it without one; a failed training is named" {
     echo 'int main(void){return 0;}' | "${CC:-cc}" -fprofile-use -fprofile-partial-training -x c - -o /dev/null 2>/dev/null ||
         skip "this compiler cannot build from a profile (gcc 10 or later can)"
