@@ -884,6 +884,66 @@ PY
     echo "$output" | grep -F "variant broken: no C file at $WORK/nosuch.c"
 }
 
+@test "alloc_count.c names the object each allocator call came from, C++'s new and delete as their caller's" {
+    cc -O2 -shared -fPIC "$ROOT/tests/bench/alloc_count.c" -o "$WORK/libcount.so"
+    # a library making 3 malloc/free pairs and 2 of C++ (new and delete, new[] and delete[]), its C++
+    # runtime a dependency of its own (libstdc++.so.6), loaded by ctypes RTLD_LOCAL as Python loads
+    # an extension: outside the scope RTLD_NEXT searches
+    cat >"$WORK/caller.c" <<'C'
+#include <stdlib.h>
+void *_Znwm(unsigned long n);
+void *_Znam(unsigned long n);
+void _ZdlPvm(void *p, unsigned long n);
+void _ZdaPv(void *p);
+int caller_allocs(void)
+{
+    void *p[3];
+    for (int i = 0; i < 3; i++)
+        p[i] = malloc(40 + i);
+    void *one = _Znwm(24), *many = _Znam(96);
+    int ok = p[0] && p[1] && p[2] && one && many;
+    for (int i = 0; i < 3; i++)
+        free(p[i]);
+    _ZdlPvm(one, 24);
+    _ZdaPv(many);
+    return ok;
+}
+C
+    cc -O1 -shared -fPIC "$WORK/caller.c" -o "$WORK/libcaller.so" -l:libstdc++.so.6
+    LD_PRELOAD="$WORK/libcount.so" python3 - "$ROOT/tests/bench/workloads" "$WORK/libcaller.so" <<'PY'
+import ctypes, sys
+sys.path.insert(0, sys.argv[1])
+import wl
+read = wl.alloc_counts_by_object_reader()
+lib = ctypes.CDLL(sys.argv[2])
+before = read()
+assert lib.caller_allocs() == 1
+after = read()
+delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+print(delta)
+assert delta[("libcaller.so", "malloc")] == 5 and delta[("libcaller.so", "free")] == 5, delta
+assert not [k for k in delta if k[0].startswith("libstdc++")], delta  # new and delete: their caller's
+PY
+    # at exit with ALLOC_COUNT_REPORT=1: the totals line, then a line an object and function, which
+    # sum to the totals (C++'s calls counted once, as their malloc and free)
+    ALLOC_COUNT_REPORT=1 LD_PRELOAD="$WORK/libcount.so" python3 -c \
+        "import ctypes; ctypes.CDLL('$WORK/libcaller.so').caller_allocs()" 2>"$WORK/all"
+    # the last process's report (python3 may be a launcher script's last command)
+    awk '/^alloc_count: [0-9]+ allocator calls/ { n = 0 } { line[n++] = $0 } END { for (i = 0; i < n; i++) print line[i] }' \
+        "$WORK/all" >"$WORK/err"
+    cat "$WORK/err"
+    grep -E '^alloc_count: [0-9]+ allocator calls' "$WORK/err"
+    grep -Fx 'alloc_count: from libcaller.so malloc 5' "$WORK/err"
+    grep -Fx 'alloc_count: from libcaller.so free 5' "$WORK/err"
+    for fn in malloc free; do
+        total="$(sed -n "1s/.* $fn \([0-9]*\) .*/\1/p" "$WORK/err")"
+        summed="$(awk -v fn="$fn" '$1 == "alloc_count:" && $2 == "from" && $4 == fn { n += $5 } END { print n }' "$WORK/err")"
+        echo "$fn: $total in all, $summed by object"
+        [ -n "$total" ] && [ "$total" = "$summed" ]
+    done
+    python3 -c "import sys; sys.path.insert(0, '$ROOT/tests/bench/workloads'); import wl; assert wl.alloc_counts_by_object_reader() is None"
+}
+
 # A diagnostic probe's usage check and skip line: refuses ARG... (exit 2, saying REASON); where
 # FRAMEWORK_CHECK (Python) says no framework with a GPU is here, `--rounds OK_ROUNDS` prints SKIP
 # (a prefix of its line) and exits 0.

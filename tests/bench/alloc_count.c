@@ -1,25 +1,40 @@
 /* alloc_count.c: a preload library that counts a program's calls to the functions the shim's
  * allocation hooks interpose (shim/hostmem/alloc.c), to weigh what those hooks cost a workload and
  * which of them it leans on (tests/bench/malloc_cost.c times a pair of each kind with and without
- * the shim). malloc, calloc, realloc, free, posix_memalign, aligned_alloc and memalign are counted
- * and forwarded to glibc's own (__libc_*), so it needs no dlsym; mmap, munmap, mremap and madvise
- * (the calls that reach them through the dynamic linker, not glibc's malloc's own) are counted
- * and made as system calls. It forwards past any later preload, so run it instead of the shim, not
- * with it (the program's calls are the same either way).
+ * the shim), and which loaded object makes those calls. malloc, calloc, realloc, free,
+ * posix_memalign, aligned_alloc and memalign are counted and forwarded to glibc's own (__libc_*);
+ * mmap, munmap, mremap and madvise (the calls that reach them through the dynamic linker, not
+ * glibc's malloc's own) are counted and made as system calls. It forwards past any later preload,
+ * so run it instead of the shim, not with it (the program's calls are the same either way).
  * alloc_count_calls() reads the malloc family's calls so far (free(NULL) not counted),
  * alloc_count_large() those that asked for 1 MiB or more (the shim's track_min_bytes default: what
  * it tracks), alloc_count_name(i) and alloc_count_of(i) each function's name and calls (i from 0;
  * the name is NULL past the last). A script finds them with ctypes (tests/bench/workloads/
- * train_phases.py reports them per step). ALLOC_COUNT_REPORT=1 prints the totals on stderr at exit.
- * Counts are relaxed atomics: exact once the threads counted are done.
+ * train_phases.py reports them per step). ALLOC_COUNT_REPORT=1 prints the totals on stderr at exit,
+ * then a line "alloc_count: from OBJECT FUNCTION CALLS" for each object's calls of each function.
+ * By caller: every counted call is also counted against its call site (the return address), and
+ * alloc_count_by_object() sums the sites by the object (library or program) they lie in, as text
+ * lines "OBJECT FUNCTION CALLS" (OBJECT the file's name without its folder). C++'s operator new and
+ * delete are interposed too, only to pass the site of their own caller to the malloc or free they
+ * make (a tail of libstdc++ would otherwise own every C++ allocation); their calls are counted as
+ * that malloc or free, so the totals are the same with or without C++. A call made as a tail call
+ * (a function ending in `return malloc(n)`) is named after its caller's caller. A bad_alloc thrown through
+ * them leaves the next allocation on that thread named after the failed one's site: a counting
+ * tool's inaccuracy, not the program's.
+ * Counts are relaxed atomics: exact once the threads counted are done. alloc_count_by_object() is
+ * for one reader at a time (its text is a static buffer); the sites' table holds 65,536 sites, a
+ * call from a site past those is counted in the totals and as "(sites full)".
  * Build: cc -O2 -shared -fPIC tests/bench/alloc_count.c -o liballoc_count.so (compare_builds.py
  * builds a LIBRARY given as a .c file so). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,12 +51,47 @@ static const char *const NAMES[F_COUNT] = {"malloc", "calloc", "realloc", "free"
 
 static uint64_t counts[F_COUNT], large;
 
-static inline void note_call(enum fn f, size_t n)
+/* --- by call site --- */
+
+#define SITE_SLOTS (1u << 16)
+#define SITE_PROBES 64
+struct site {
+    uintptr_t key; /* the return address << 4 | the function; 0: empty */
+    uint64_t calls;
+};
+static struct site sites[SITE_SLOTS];
+static uint64_t sites_lost;
+
+/* Set by operator new and delete around their real call: the site their allocation belongs to. */
+static __thread uintptr_t outer_site __attribute__((tls_model("initial-exec")));
+
+static void note_site(enum fn f, uintptr_t site)
+{
+    uintptr_t key = site << 4 | (uintptr_t)f;
+    unsigned i = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 48);
+    for (unsigned probe = 0; probe < SITE_PROBES; probe++, i = (i + 1) & (SITE_SLOTS - 1)) {
+        uintptr_t seen = __atomic_load_n(&sites[i].key, __ATOMIC_ACQUIRE);
+        if (seen == 0 && __atomic_compare_exchange_n(&sites[i].key, &seen, key, false, __ATOMIC_ACQ_REL,
+                                                     __ATOMIC_ACQUIRE))
+            seen = key;
+        if (seen == key) {
+            __atomic_add_fetch(&sites[i].calls, 1, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+    __atomic_add_fetch(&sites_lost, 1, __ATOMIC_RELAXED);
+}
+
+static inline void note_call_from(enum fn f, size_t n, uintptr_t caller)
 {
     __atomic_add_fetch(&counts[f], 1, __ATOMIC_RELAXED);
     if (n >= LARGE_BYTES && f < MALLOC_FAMILY)
         __atomic_add_fetch(&large, 1, __ATOMIC_RELAXED);
+    note_site(f, outer_site ? outer_site : caller);
 }
+
+/* Counts a call of f asking for n bytes, made from where the calling function will return to. */
+#define note_call(f, n) note_call_from((f), (n), (uintptr_t)__builtin_return_address(0))
 
 uint64_t alloc_count_calls(void)
 {
@@ -103,13 +153,21 @@ int posix_memalign(void **out, size_t align, size_t n)
     return 0;
 }
 
-void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static void *counted_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off, uintptr_t caller)
 {
-    note_call(F_MMAP, 0);
+    note_call_from(F_MMAP, 0, caller);
     return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
-void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) { return mmap(addr, len, prot, flags, fd, off); }
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return counted_mmap(addr, len, prot, flags, fd, off, (uintptr_t)__builtin_return_address(0));
+}
+
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return counted_mmap(addr, len, prot, flags, fd, off, (uintptr_t)__builtin_return_address(0));
+}
 
 int munmap(void *addr, size_t len)
 {
@@ -133,6 +191,149 @@ int madvise(void *addr, size_t len, int advice)
     return (int)syscall(SYS_madvise, addr, len, advice);
 }
 
+/* --- C++'s operator new and delete: the site of their caller --- */
+
+/* Each takes at most three integer arguments (size or pointer, size or alignment, alignment or
+ * nothrow tag), so one signature of three serves them all: the real one reads those it has. */
+typedef void *(*new_fn)(uintptr_t, uintptr_t, uintptr_t);
+typedef void (*delete_fn)(uintptr_t, uintptr_t, uintptr_t);
+
+/* The C++ runtime's own definition of name. RTLD_NEXT searches the global scope only, and a C++
+ * runtime loaded as the dependency of a library dlopened RTLD_LOCAL (a Python extension's) is not
+ * in it: that one is found by its name, already loaded. */
+static void *next_cxx(const char *name, void **cache)
+{
+    void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (f)
+        return f;
+    uintptr_t outer = outer_site; /* the look-up's own allocations (delete[] calls delete) are not the caller's */
+    outer_site = 0;
+    f = dlsym(RTLD_NEXT, name);
+    void *runtime = f ? NULL : dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (runtime) {
+        f = dlsym(runtime, name);
+        dlclose(runtime);
+    }
+    outer_site = outer;
+    if (!f) { /* called, so some object links it: its runtime is loaded, but under another name */
+        static const char msg[] = "alloc_count: no C++ runtime (libstdc++.so.6) defines a C++ allocation function"
+                                  " called here\n";
+        (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+        abort();
+    }
+    __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+    return f;
+}
+
+/* The site the allocation belongs to, set around the real call: the caller of new or delete. */
+#define CXX_SITE_BEGIN                                                                              \
+    uintptr_t outer = outer_site;                                                                   \
+    if (!outer)                                                                                     \
+        outer_site = (uintptr_t)__builtin_return_address(0)
+#define CXX_SITE_END outer_site = outer
+
+#define NEW_ENTRY(sym)                                                                              \
+    void *sym(uintptr_t a, uintptr_t b, uintptr_t c);                                               \
+    void *sym(uintptr_t a, uintptr_t b, uintptr_t c)                                                \
+    {                                                                                               \
+        static void *real;                                                                          \
+        new_fn next = (new_fn)next_cxx(#sym, &real);                                                \
+        CXX_SITE_BEGIN;                                                                             \
+        void *p = next(a, b, c);                                                                    \
+        CXX_SITE_END;                                                                               \
+        return p;                                                                                   \
+    }
+#define DELETE_ENTRY(sym)                                                                           \
+    void sym(uintptr_t a, uintptr_t b, uintptr_t c);                                                \
+    void sym(uintptr_t a, uintptr_t b, uintptr_t c)                                                 \
+    {                                                                                               \
+        static void *real;                                                                          \
+        delete_fn next = (delete_fn)next_cxx(#sym, &real);                                          \
+        CXX_SITE_BEGIN;                                                                             \
+        next(a, b, c);                                                                              \
+        CXX_SITE_END;                                                                               \
+    }
+
+/* new, new[], each plain, nothrow, aligned, aligned nothrow */
+NEW_ENTRY(_Znwm)
+NEW_ENTRY(_Znam)
+NEW_ENTRY(_ZnwmRKSt9nothrow_t)
+NEW_ENTRY(_ZnamRKSt9nothrow_t)
+NEW_ENTRY(_ZnwmSt11align_val_t)
+NEW_ENTRY(_ZnamSt11align_val_t)
+NEW_ENTRY(_ZnwmSt11align_val_tRKSt9nothrow_t)
+NEW_ENTRY(_ZnamSt11align_val_tRKSt9nothrow_t)
+/* delete, delete[], each plain, sized, nothrow, aligned, sized aligned, aligned nothrow */
+DELETE_ENTRY(_ZdlPv)
+DELETE_ENTRY(_ZdaPv)
+DELETE_ENTRY(_ZdlPvm)
+DELETE_ENTRY(_ZdaPvm)
+DELETE_ENTRY(_ZdlPvRKSt9nothrow_t)
+DELETE_ENTRY(_ZdaPvRKSt9nothrow_t)
+DELETE_ENTRY(_ZdlPvSt11align_val_t)
+DELETE_ENTRY(_ZdaPvSt11align_val_t)
+DELETE_ENTRY(_ZdlPvmSt11align_val_t)
+DELETE_ENTRY(_ZdaPvmSt11align_val_t)
+DELETE_ENTRY(_ZdlPvSt11align_val_tRKSt9nothrow_t)
+DELETE_ENTRY(_ZdaPvSt11align_val_tRKSt9nothrow_t)
+
+/* --- the sites summed by object --- */
+
+#define OBJECTS_MAX 512
+static struct object_calls {
+    const char *name; /* dladdr's dli_fname: one string per loaded object */
+    uint64_t calls[F_COUNT];
+} objects[OBJECTS_MAX + 1]; /* the last: sites in no object dladdr knows, or past OBJECTS_MAX */
+static char by_object_text[1 << 16];
+static size_t by_object_len;
+
+/* Appends a line "NAME FUNCTION CALLS" when it fits whole. */
+static void append_line(const char *name, const char *function, uint64_t calls)
+{
+    size_t room = sizeof by_object_text - by_object_len;
+    int w = snprintf(by_object_text + by_object_len, room, "%s %s %llu\n", name, function, (unsigned long long)calls);
+    if (w > 0 && (size_t)w < room)
+        by_object_len += (size_t)w;
+    else
+        by_object_text[by_object_len] = '\0';
+}
+
+const char *alloc_count_by_object(void)
+{
+    unsigned n_objects = 0;
+    memset(objects, 0, sizeof objects);
+    for (unsigned i = 0; i < SITE_SLOTS; i++) {
+        uintptr_t key = __atomic_load_n(&sites[i].key, __ATOMIC_ACQUIRE);
+        if (!key)
+            continue;
+        Dl_info info;
+        const char *name = dladdr((void *)(key >> 4), &info) && info.dli_fname ? info.dli_fname : NULL;
+        unsigned o = 0;
+        while (o < n_objects && objects[o].name != name)
+            o++;
+        if (name && o == n_objects && n_objects < OBJECTS_MAX)
+            objects[n_objects++].name = name;
+        else if (!name || o == n_objects)
+            o = OBJECTS_MAX;
+        objects[o].calls[key & 15] += __atomic_load_n(&sites[i].calls, __ATOMIC_RELAXED);
+    }
+    by_object_len = 0;
+    by_object_text[0] = '\0';
+    for (unsigned o = 0; o <= OBJECTS_MAX; o++) {
+        if (o == n_objects)
+            o = OBJECTS_MAX;
+        const char *name = o == OBJECTS_MAX ? "(unnamed)" : objects[o].name, *slash = strrchr(name, '/');
+        name = slash ? slash + 1 : name[0] ? name : "(program)"; /* the program's own name may be "" */
+        for (int f = 0; f < F_COUNT; f++)
+            if (objects[o].calls[f])
+                append_line(name, NAMES[f], objects[o].calls[f]);
+    }
+    uint64_t lost = __atomic_load_n(&sites_lost, __ATOMIC_RELAXED);
+    if (lost)
+        append_line("(sites full)", "all", lost);
+    return by_object_text;
+}
+
 __attribute__((destructor)) static void report(void)
 {
     const char *want = getenv("ALLOC_COUNT_REPORT");
@@ -147,5 +348,12 @@ __attribute__((destructor)) static void report(void)
     if (len > 0 && (size_t)len < sizeof line - 1) {
         line[len++] = '\n';
         (void)!write(STDERR_FILENO, line, (size_t)len);
+    }
+    const char *text = alloc_count_by_object();
+    for (const char *end; *text; text = end + 1) {
+        end = strchr(text, '\n');
+        len = snprintf(line, sizeof line, "alloc_count: from %.*s\n", (int)(end - text), text);
+        if (len > 0 && (size_t)len < sizeof line)
+            (void)!write(STDERR_FILENO, line, (size_t)len);
     }
 }

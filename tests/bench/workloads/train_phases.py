@@ -11,7 +11,8 @@ process's threads other than the main one: the shim's (named pinshim-*) and the 
 OpenMP team, the driver's), in ms. Under tests/bench/alloc_count.c (a preload run instead of the
 shim) also the allocator calls a step makes, those of 1 MiB or more (what the shim tracks), and the
 calls of each function the shim's allocation hooks interpose (calls_malloc, calls_free, ...,
-calls_munmap).
+calls_munmap), and in its notes, allocator_calls_by_object: each object's calls a step, function by
+function (the object the call came from; C++'s new and delete counted as their caller's).
 Every 10 steps it ends a turn (wl.turn), so that under compare_builds.py --lockstep the variants
 take turns on one CPU between steps (never inside a timed one). Run it under several variants:
   tests/bench/workloads/compare_builds.py --lockstep --cpus 3 --rounds 8 tests/bench/workloads/train_phases.py -- \\
@@ -42,7 +43,7 @@ def minor_faults():
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 marks = []
-counters = wl.alloc_counts_reader()
+counters, by_object = wl.alloc_counts_reader(), wl.alloc_counts_by_object_reader()
 step, _model = wl.torch_mlp_step(torch, dev, False, mark=lambda phase: marks.append(time.perf_counter_ns()))
 times = {k: [] for k in PHASES + ("step", "control", "step_per_control")}
 for n in range(WARMUP + TIMED):
@@ -51,6 +52,7 @@ for n in range(WARMUP + TIMED):
     if n == WARMUP:
         faults0, threads0 = minor_faults(), wl.thread_cpu_ns()
         allocs0 = counters() if counters else None
+        objects0 = by_object() if by_object else None
     del marks[:]
     t0 = time.perf_counter_ns()
     step()
@@ -66,6 +68,7 @@ for n in range(WARMUP + TIMED):
     times["step_per_control"].append(total / control)
 faults = (minor_faults() - faults0) / TIMED
 allocs1 = counters() if counters else None
+objects1 = by_object() if by_object else None
 threads1, main = wl.thread_cpu_ns(), str(os.getpid())
 others = {"shim": 0, "other": 0}
 for tid, (name, ns) in threads1.items():
@@ -91,4 +94,11 @@ if allocs1:
     rep.metric("allocator_calls_1mib", "of those, calls for 1 MiB or more", per_step.pop("large"), "calls", "same")
     for fn, n in per_step.items():
         rep.metric("calls_" + fn, "%s calls per timed step (alloc_count.c)" % fn, n, "calls", "same")
+if objects1:
+    per_object = {}
+    for (obj, fn), calls in sorted(objects1.items()):
+        step_calls = round((calls - objects0.get((obj, fn), 0)) / TIMED, 2)
+        if step_calls:
+            per_object.setdefault(obj, {})[fn] = step_calls
+    rep.notes["allocator_calls_by_object"] = per_object
 rep.emit()

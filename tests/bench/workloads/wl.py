@@ -215,6 +215,26 @@ def alloc_counts_reader():
     return read
 
 
+def alloc_counts_by_object_reader():
+    """tests/bench/alloc_count.c's calls by calling object, when that library is preloaded, else
+    None: a function returning {(object, function): calls so far}, object the file name of the
+    library or program the calls were made from (C++'s new and delete counted as their caller's)."""
+    import ctypes
+    try:
+        text = ctypes.CDLL(None).alloc_count_by_object
+    except AttributeError:
+        return None
+    text.restype = ctypes.c_char_p
+
+    def read():
+        counts = {}
+        for line in text().decode(errors="replace").splitlines():
+            obj, fn, calls = line.rsplit(" ", 2)
+            counts[(obj, fn)] = int(calls)
+        return counts
+    return read
+
+
 def cpu_test_mode():
     return os.environ.get("BENCH_WL_CPU") == "1"
 
