@@ -17,10 +17,10 @@
  * lines "OBJECT FUNCTION CALLS" (OBJECT the file's name without its folder). C++'s operator new and
  * delete are interposed too, only to pass the site of their own caller to the malloc or free they
  * make (a tail of libstdc++ would otherwise own every C++ allocation); their calls are counted as
- * that malloc or free, so the totals are the same with or without C++. A call made as a tail call
- * (a function ending in `return malloc(n)`) is named after its caller's caller. A bad_alloc thrown through
- * them leaves the next allocation on that thread named after the failed one's site: a counting
- * tool's inaccuracy, not the program's.
+ * that malloc or free, so the totals are the same with or without C++. A bad_alloc thrown through
+ * new leaves the next allocation on that thread named after the failed one's site, and a call made
+ * as a tail call (a function ending in `return malloc(n)`) is named after its caller's caller: a
+ * counting tool's inaccuracies, not the program's.
  * Counts are relaxed atomics: exact once the threads counted are done. alloc_count_by_object() is
  * for one reader at a time (its text is a static buffer); the sites' table holds 65,536 sites, a
  * call from a site past those is counted in the totals and as "(sites full)".
@@ -59,6 +59,7 @@ struct site {
     uintptr_t key; /* the return address << 4 | the function; 0: empty */
     uint64_t calls;
 };
+_Static_assert(F_COUNT <= 16, "a function's index fits the key's low 4 bits");
 static struct site sites[SITE_SLOTS];
 static uint64_t sites_lost;
 
