@@ -6,7 +6,8 @@
 #   test:  build's, plus bats (the test runner), python3 (scripts and helpers), binutils (readelf;
 #          addr2line, which pinshim-report uses to name call sites; nm), valgrind (footprint.py's
 #          trace of a small copy's cache lines), clang and libomp-dev (a test
-#          program built against LLVM's OpenMP runtime, for stage_openmp; checked by compiling one);
+#          program built against LLVM's OpenMP runtime, for stage_openmp; checked by compiling one;
+#          clang also brings libstdc++6, the C++ runtime alloc_count.c's bats test links);
 #          chromium is optional (the HTML report's browser test is skipped without it): installed
 #          as root when possible, never a failure.
 # The CUDA headers (cuda.h under CUDA_HOME, default /usr/local/cuda) are not a Debian main package:
