@@ -49,7 +49,7 @@ FAKE_LIB  := $(BUILD)/fakecuda/libcuda.so.1
 PROG_SRC  := $(wildcard tests/progs/*.c)
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so \
-             $(BUILD)/tests/libframecopy.so
+             $(BUILD)/tests/libframecopy.so $(BUILD)/tests/libcxxalloc.so
 
 .PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads bench-hook-variants install clean conformance FORCE
 all: $(BUILD)/libpinshim.so
@@ -173,6 +173,10 @@ $(FUZZ_PROG): $(FUZZ_SRC) $(wildcard tests/fuzz/*.h) tests/progs/testutil.h
 $(BUILD)/tests/lib%.so: tests/progs/lib/%.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include $< -o $@ -ldl
+# C++ test libraries (the shim's operator new and delete), built with make's C++ compiler (g++).
+$(BUILD)/tests/lib%.so: tests/progs/lib/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O1 -g -Wall -Wextra -fPIC -shared $< -o $@
 
 # The driver conformance suite: one program, run on the fake or the real driver (run.sh).
 CONF_SRC  := $(wildcard tests/conformance/*.c)

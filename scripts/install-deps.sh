@@ -7,7 +7,8 @@
 #          addr2line, which pinshim-report uses to name call sites; nm), valgrind (footprint.py's
 #          trace of a small copy's cache lines), clang and libomp-dev (a test
 #          program built against LLVM's OpenMP runtime, for stage_openmp; checked by compiling one;
-#          clang also brings libstdc++6, the C++ runtime alloc_count.c's bats test links);
+#          clang also brings libstdc++6, the C++ runtime alloc_count.c's bats test links), g++ (a C++
+#          test library, build/tests/libcxxalloc.so, for the shim's operator new and delete);
 #          chromium is optional (the HTML report's browser test is skipped without it): installed
 #          as root when possible, never a failure.
 # The CUDA headers (cuda.h under CUDA_HOME, default /usr/local/cuda) are not a Debian main package:
@@ -48,6 +49,7 @@ find_missing() {
         command -v python3 >/dev/null 2>&1 || missing="$missing python3"
         { command -v readelf && command -v addr2line; } >/dev/null 2>&1 || missing="$missing binutils"
         command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
+        command -v g++ >/dev/null 2>&1 || missing="$missing g++"
         if ! command -v clang >/dev/null 2>&1; then
             missing="$missing clang libomp-dev"
         elif ! printf 'int main(void) { return 0; }\n' | clang -fopenmp -x c - -o /dev/null >/dev/null 2>&1; then

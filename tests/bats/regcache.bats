@@ -104,6 +104,12 @@ PY
     [ "$(reg madvise 'r["released"]["madvise"]')" = 1 ]
 }
 
+@test "C++: new[] and a vector's storage, from a library dlopened RTLD_LOCAL, are registered and unregistered; operator new's failure promises kept" {
+    reused cxx cxx "$T/libcxxalloc.so"
+    grep -Fx 'cxx: bad_alloc caught 1, new-handler calls before bad_alloc 1, nothrow null 1' "$WORK/cxx.out"
+    [ "$(reg cxx 'r["registrations"], r["released"]["free"], r["live_bytes"]')" = "(2, 2, 0)" ]
+}
+
 @test "memory freed and allocated again at the same address with another size: no stale registration" {
     reused sameaddr sameaddr
     [ "$(reg sameaddr 'r["refused"]')" = 0 ]

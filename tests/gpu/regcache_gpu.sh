@@ -23,7 +23,8 @@ check() { # NAME: compares $WORK/NAME.plain with $WORK/NAME.shim*
         fi
     done
 }
-for sc in neighbours edges "reuse 8 10" async free realloc munmap mremap madvise sameaddr budget own threads fork; do
+for sc in neighbours edges "reuse 8 10" async free realloc munmap mremap madvise sameaddr budget own threads fork \
+    "cxx build/tests/libcxxalloc.so"; do
     name=${sc%% *}
     build/tests/reuseprog $sc >"$WORK/$name.plain" 2>"$WORK/$name.plain.err"; echo "rc $?" >>"$WORK/$name.plain"
     PINSHIM_SUMMARY=json PINSHIM_REGISTER_MAX_BYTES=10M LD_PRELOAD="$SHIM" build/tests/reuseprog $sc \

@@ -23,7 +23,12 @@
  *                                  registration and runs past its end)
  *   reuseprog edges              - a registered buffer, then copies the shim passes to the driver as
  *                                  they are (2D, host-to-host, during capture, batch) that start
- *                                  inside its whole pages and run to its end: each must succeed */
+ *                                  inside its whole pages and run to its end: each must succeed
+ *   reuseprog cxx LIB            - buffers from C++'s new[] and a std::vector, made by LIB
+ *                                  (build/tests/libcxxalloc.so, dlopened RTLD_LOCAL as Python opens
+ *                                  an extension), registered, then given back with delete[] and the
+ *                                  vector's sized delete; and what operator new promises on failure
+ *                                  (std::bad_alloc, the new-handler, nothrow's null) */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -468,6 +473,41 @@ static int scenario_edges(void)
     return edge_failures != 0;
 }
 
+/* C++'s new[] and a vector's storage are registered and unregistered like malloc's blocks. */
+static int scenario_cxx(const char *lib)
+{
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "cannot dlopen %s: %s\n", lib, dlerror());
+        return 2;
+    }
+    void *(*array_new)(size_t) = (void *(*)(size_t))dlsym(h, "cxx_array_new");
+    void (*array_delete)(void *) = (void (*)(void *))dlsym(h, "cxx_array_delete");
+    void *(*vector_new)(size_t) = (void *(*)(size_t))dlsym(h, "cxx_vector_new");
+    unsigned char *(*vector_data)(void *) = (unsigned char *(*)(void *))dlsym(h, "cxx_vector_data");
+    void (*vector_delete)(void *) = (void (*)(void *))dlsym(h, "cxx_vector_delete");
+    int (*bad_alloc_caught)(void) = (int (*)(void))dlsym(h, "cxx_bad_alloc_caught");
+    int (*new_handler_calls)(void) = (int (*)(void))dlsym(h, "cxx_new_handler_calls");
+    int (*nothrow_null)(void) = (int (*)(void))dlsym(h, "cxx_nothrow_null");
+    if (!array_new || !array_delete || !vector_new || !vector_data || !vector_delete || !bad_alloc_caught ||
+        !new_handler_calls || !nothrow_null) {
+        fprintf(stderr, "%s lacks a cxx_* function\n", lib);
+        return 2;
+    }
+    unsigned char *a = array_new(6 * MiB);
+    reuse_passes(a, 6 * MiB, 5, 11);
+    array_delete(a);
+    check_released(a, 6 * MiB, "delete[]");
+    void *v = vector_new(5 * MiB);
+    unsigned char *data = vector_data(v);
+    reuse_passes(data, 5 * MiB, 5, 12);
+    vector_delete(v);
+    check_released(data, 5 * MiB, "the vector's delete");
+    printf("cxx: bad_alloc caught %d, new-handler calls before bad_alloc %d, nothrow null %d\n", bad_alloc_caught(),
+           new_handler_calls(), nothrow_null());
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -500,6 +540,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "fork")) rc = scenario_fork();
     else if (!strcmp(argv[1], "neighbours")) rc = scenario_neighbours();
     else if (!strcmp(argv[1], "edges")) rc = scenario_edges();
+    else if (!strcmp(argv[1], "cxx") && argc > 2) rc = scenario_cxx(argv[2]);
     else {
         fprintf(stderr, "unknown scenario %s\n", argv[1]);
         return 2;
