@@ -190,7 +190,7 @@ $(CONF): $(CONF_SRC) tests/conformance/conform.h tests/progs/testutil.h
 # (tests/bench/hooks_off.c): what the hooks cost a workload, family by family, against the shim with
 # interception off (tests/bench/workloads/README.md, "What the allocation hooks cost"). Never
 # installed; made by test-build (the bats test checks their exports).
-MALLOC_HOOKS  := malloc calloc realloc reallocarray free posix_memalign aligned_alloc memalign valloc pvalloc
+MALLOC_HOOKS  := malloc calloc realloc reallocarray free posix_memalign aligned_alloc memalign valloc pvalloc _Znwm _ZdlPv
 MMAP_HOOKS    := mmap mmap64 munmap mremap madvise
 HOOK_FAMILIES := malloc mmap alloc
 hooks_of       = $(if $(filter malloc alloc,$1),$(MALLOC_HOOKS)) $(if $(filter mmap alloc,$1),$(MMAP_HOOKS))

@@ -213,11 +213,12 @@ PY
 
 @test "make bench-hook-variants: the library with a family of allocation hooks kept local, interception forced off" {
     bench="$ROOT/build/bench"
-    exported() { nm -D --defined-only "$1" | awk '$2 ~ /^[A-Z]$/ {print $3}' | grep -xE "$2" | sort | tr '\n' ' '; }
-    [ "$(exported "$SHIM" 'malloc|free|mmap|munmap|read')" = "free malloc mmap munmap read " ]
-    [ "$(exported "$bench/libpinshim-no-malloc-hooks.so" 'malloc|free|mmap|munmap|read')" = "mmap munmap read " ]
-    [ "$(exported "$bench/libpinshim-no-mmap-hooks.so" 'malloc|free|mmap|munmap|read')" = "free malloc read " ]
-    [ "$(exported "$bench/libpinshim-no-alloc-hooks.so" 'malloc|free|mmap|munmap|read')" = "read " ]
+    exported() { nm -D --defined-only "$1" | awk '$2 ~ /^[A-Z]$/ {print $3}' | grep -xE "$2" | LC_ALL=C sort | tr '\n' ' '; }
+    some='malloc|free|_Znwm|_ZdlPv|mmap|munmap|read'
+    [ "$(exported "$SHIM" "$some")" = "_ZdlPv _Znwm free malloc mmap munmap read " ]
+    [ "$(exported "$bench/libpinshim-no-malloc-hooks.so" "$some")" = "mmap munmap read " ]
+    [ "$(exported "$bench/libpinshim-no-mmap-hooks.so" "$some")" = "_ZdlPv _Znwm free malloc read " ]
+    [ "$(exported "$bench/libpinshim-no-alloc-hooks.so" "$some")" = "read " ]
     # the program's malloc goes where the exports say (the dynamic linker's own account)
     binding() { LD_DEBUG=bindings LD_PRELOAD="$1" /bin/true 2>&1 | grep -F "binding file /bin/true " |
         grep -F "symbol \`$2'" | sed 's/.* to \([^ ]*\) .*/\1/' | xargs -r basename; }
@@ -273,6 +274,7 @@ PY
         sigaction|signal) ;; # the guard keeps its SIGSEGV handler first (shim/guard/guard_signal.c)
         read|write|pread|pread64|pwrite|pwrite64|readv|writev|send|sendto|sendmsg|recv|recvfrom|recvmsg) ;; # shim/guard/io_hooks.c
         malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc) ;; # shim/hostmem/alloc.c
+        _Znwm|_ZdlPv) ;; # C++'s operator new(size_t) and delete(void *): shim/hostmem/alloc.c
         mmap|mmap64|munmap|mremap|madvise) ;; # shim/hostmem/alloc.c
         __start_pinshim_tally|__stop_pinshim_tally) # the linker's bounds of the counters' section
             readelf --dyn-syms -W "$SHIM" | grep -E " (LOCAL|HIDDEN) .* $sym\$" >/dev/null || { echo "$sym is visible"; exit 1; };;

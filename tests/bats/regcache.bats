@@ -108,6 +108,12 @@ PY
     reused cxx cxx "$T/libcxxalloc.so"
     grep -Fx 'cxx: bad_alloc caught 1, new-handler calls before bad_alloc 1, nothrow null 1' "$WORK/cxx.out"
     [ "$(reg cxx 'r["registrations"], r["released"]["free"], r["live_bytes"]')" = "(2, 2, 0)" ]
+    # the C++ runtime's new and delete reach the shim's in one call (the dynamic linker's account)
+    LD_DEBUG=bindings LD_LIBRARY_PATH="$FAKE" LD_PRELOAD="$SHIM" PINSHIM_SUMMARY=none \
+        "$T/reuseprog" cxx "$T/libcxxalloc.so" 2>"$WORK/bindings" >/dev/null
+    for sym in _Znwm _ZdlPv; do
+        grep -E "binding file .*libstdc\+\+\.so\.6 .* to .*/libpinshim\.so .*symbol .$sym'" "$WORK/bindings"
+    done
 }
 
 @test "memory freed and allocated again at the same address with another size: no stale registration" {
