@@ -20,7 +20,7 @@ make -s -C "$ROOT" >/dev/null || exit 1
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pinshim-reuse.XXXXXX") || exit 1
 trap 'rm -rf "$WORK"' EXIT
 $CC -std=gnu11 -O2 -Wall -I"$CUDA_HOME/include" tests/bench/reuse_bench.c -o "$WORK/reuse_bench" -ldl || exit 1
-$CC -std=gnu11 -O2 -Wall tests/bench/malloc_cost.c -o "$WORK/malloc_cost" || exit 1
+$CC -std=gnu11 -O2 -Wall tests/bench/malloc_cost.c -o "$WORK/malloc_cost" -ldl || exit 1
 gpu=1
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     gpu=0
