@@ -75,6 +75,34 @@ PY
     ! grep -q WRONG "$WORK/shim.out"
 }
 
+@test "a C++ program's own operator new and delete stay its own under the shim: libstdc++'s calls reach them too" {
+    cat >"$WORK/replaced.cpp" <<'CPP'
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <sstream>
+#include <string>
+static unsigned long news, deletes;
+void *operator new(std::size_t n) { news++; if (void *p = std::malloc(n ? n : 1)) return p; throw std::bad_alloc(); }
+void operator delete(void *p) noexcept { deletes += p != nullptr; std::free(p); }
+void operator delete(void *p, std::size_t) noexcept { deletes += p != nullptr; std::free(p); }
+int main()
+{
+    { std::ostringstream o; for (int i = 0; i < 1000; i++) o << "0123456789abcdefghij"; std::string s = o.str(); }
+    std::printf("the program's new ran: %s, every block back through its delete: %s\n", news > 0 ? "yes" : "no",
+                news == deletes ? "yes" : "no");
+}
+CPP
+    g++ -O1 "$WORK/replaced.cpp" -o "$WORK/replaced"
+    run_app plain noshim "$WORK/replaced"
+    run_app shim shim "$WORK/replaced"
+    show shim
+    grep -Fx "the program's new ran: yes, every block back through its delete: yes" "$WORK/shim.out"
+    diff "$WORK/plain.out" "$WORK/shim.out"
+    # the stream's buffer, grown inside libstdc++, went to the program's new, not the shim's
+    LD_DEBUG=bindings LD_PRELOAD="$SHIM" "$WORK/replaced" 2>&1 >/dev/null | grep -E "binding file .*libstdc\+\+\.so\.6 .* to .*/replaced .*symbol ._Znwm'"
+}
+
 @test "dlsym(RTLD_NEXT) from a library loaded after the shim resolves relative to that library" {
     run_app plain noshim "$T/dlnext"
     run_app shim shim "$T/dlnext"
