@@ -910,19 +910,26 @@ int caller_allocs(void)
 }
 C
     cc -O1 -shared -fPIC "$WORK/caller.c" -o "$WORK/libcaller.so" -l:libstdc++.so.6
-    LD_PRELOAD="$WORK/libcount.so" python3 - "$ROOT/tests/bench/workloads" "$WORK/libcaller.so" <<'PY'
+    # a C++ library's operator new throwing std::bad_alloc first (build/tests/libcxxalloc.so): the
+    # calls after it are still named after their own caller
+    LD_PRELOAD="$WORK/libcount.so" python3 - "$ROOT/tests/bench/workloads" "$WORK/libcaller.so" "$T/libcxxalloc.so" <<'PY'
 import ctypes, sys
 sys.path.insert(0, sys.argv[1])
 import wl
-read = wl.alloc_counts_by_object_reader()
-lib = ctypes.CDLL(sys.argv[2])
-before = read()
+read, forms = wl.alloc_counts_by_object_reader(), wl.alloc_counts_cxx_reader()
+lib, cxx = ctypes.CDLL(sys.argv[2]), ctypes.CDLL(sys.argv[3])
+assert cxx.cxx_bad_alloc_caught() == 1
+before, forms_before = read(), forms()
 assert lib.caller_allocs() == 1
-after = read()
+after, forms_after = read(), forms()
 delta = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
 print(delta)
 assert delta[("libcaller.so", "malloc")] == 5 and delta[("libcaller.so", "free")] == 5, delta
 assert not [k for k in delta if k[0].startswith("libstdc++")], delta  # new and delete: their caller's
+# the forms the caller used, each once (new[] calls new and delete[] delete inside libstdc++: not counted)
+used = {f: forms_after[f] - forms_before[f] for f in forms_after if forms_after[f] != forms_before[f]}
+assert used == {"new": 1, "new[]": 1, "delete(size)": 1, "delete[]": 1}, used
+assert list(forms_after)[:2] == ["new", "new[]"] and len(forms_after) == 20, forms_after
 PY
     # at exit with ALLOC_COUNT_REPORT=1: the totals line, then a line an object and function, which
     # sum to the totals (C++'s calls counted once, as their malloc and free)
@@ -933,6 +940,7 @@ PY
         "$WORK/all" >"$WORK/err"
     cat "$WORK/err"
     grep -E '^alloc_count: [0-9]+ allocator calls' "$WORK/err"
+    grep -E '^alloc_count: C\+\+ new [0-9]+ new\[\] [1-9][0-9]* .* delete\(size\) [1-9][0-9]* .* delete\[\]\(align,nothrow\) [0-9]+$' "$WORK/err"
     grep -Fx 'alloc_count: from libcaller.so malloc 5' "$WORK/err"
     grep -Fx 'alloc_count: from libcaller.so free 5' "$WORK/err"
     for fn in malloc free; do
@@ -941,7 +949,7 @@ PY
         echo "$fn: $total in all, $summed by object"
         [ -n "$total" ] && [ "$total" = "$summed" ]
     done
-    python3 -c "import sys; sys.path.insert(0, '$ROOT/tests/bench/workloads'); import wl; assert wl.alloc_counts_by_object_reader() is None"
+    python3 -c "import sys; sys.path.insert(0, '$ROOT/tests/bench/workloads'); import wl; assert wl.alloc_counts_by_object_reader() is None and wl.alloc_counts_cxx_reader() is None"
 }
 
 # A diagnostic probe's usage check and skip line: refuses ARG... (exit 2, saying REASON); where

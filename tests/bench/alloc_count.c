@@ -11,16 +11,19 @@
  * it tracks), alloc_count_name(i) and alloc_count_of(i) each function's name and calls (i from 0;
  * the name is NULL past the last). A script finds them with ctypes (tests/bench/workloads/
  * train_phases.py reports them per step). ALLOC_COUNT_REPORT=1 prints the totals on stderr at exit,
- * then a line "alloc_count: from OBJECT FUNCTION CALLS" for each object's calls of each function.
+ * then the C++ forms' calls on a line "alloc_count: C++ new N new[] N ...", then a line
+ * "alloc_count: from OBJECT FUNCTION CALLS" for each object's calls of each function.
  * By caller: every counted call is also counted against its call site (the return address), and
  * alloc_count_by_object() sums the sites by the object (library or program) they lie in, as text
  * lines "OBJECT FUNCTION CALLS" (OBJECT the file's name without its folder). C++'s operator new and
  * delete are interposed too, only to pass the site of their own caller to the malloc or free they
  * make (a tail of libstdc++ would otherwise own every C++ allocation); their calls are counted as
- * that malloc or free, so the totals are the same with or without C++. A bad_alloc thrown through
- * new leaves the next allocation on that thread named after the failed one's site, and a call made
- * as a tail call (a function ending in `return malloc(n)`) is named after its caller's caller: a
- * counting tool's inaccuracies, not the program's.
+ * that malloc or free, so the totals are the same with or without C++; alloc_count_cxx_name(i) and
+ * alloc_count_cxx_of(i) count the forms the program called (new, new[], delete(size), ...: which
+ * of libstdc++'s forms its calls go through). The caller's site is taken by the first malloc or
+ * free that new or delete makes, so a new-handler's retry is named after the C++ runtime, and a
+ * call made as a tail call (a function ending in `return malloc(n)`) is named after its caller's
+ * caller: a counting tool's inaccuracies, not the program's.
  * Counts are relaxed atomics: exact once the threads counted are done. alloc_count_by_object() is
  * for one reader at a time (its text is a static buffer); the sites' table holds 65,536 sites, a
  * call from a site past those is counted in the totals and as "(sites full)".
@@ -88,7 +91,9 @@ static inline void note_call_from(enum fn f, size_t n, uintptr_t caller)
     __atomic_add_fetch(&counts[f], 1, __ATOMIC_RELAXED);
     if (n >= LARGE_BYTES && f < MALLOC_FAMILY)
         __atomic_add_fetch(&large, 1, __ATOMIC_RELAXED);
-    note_site(f, outer_site ? outer_site : caller);
+    uintptr_t outer = outer_site;
+    outer_site = 0; /* taken by the one call new or delete makes: none is left set when new throws */
+    note_site(f, outer ? outer : caller);
 }
 
 /* Counts a call of f asking for n bytes, made from where the calling function will return to. */
@@ -127,6 +132,8 @@ void free(void *p)
 {
     if (p)
         note_call(F_FREE, 0);
+    else
+        outer_site = 0; /* delete of a null pointer: nothing to name */
     __libc_free(p);
 }
 
@@ -233,6 +240,43 @@ static void *next_cxx(const char *name, void **cache)
         outer_site = (uintptr_t)__builtin_return_address(0)
 #define CXX_SITE_END outer_site = outer
 
+/* Every form of new and delete: its symbol and the name its count goes by (new, new[], each plain,
+ * nothrow, aligned, aligned nothrow; delete, delete[], each plain, sized, nothrow, aligned, sized
+ * aligned, aligned nothrow). */
+#define CXX_FORMS(X)                                                                                \
+    X(NEW, _Znwm, "new")                                                                            \
+    X(NEW, _Znam, "new[]")                                                                          \
+    X(NEW, _ZnwmRKSt9nothrow_t, "new(nothrow)")                                                     \
+    X(NEW, _ZnamRKSt9nothrow_t, "new[](nothrow)")                                                   \
+    X(NEW, _ZnwmSt11align_val_t, "new(align)")                                                      \
+    X(NEW, _ZnamSt11align_val_t, "new[](align)")                                                    \
+    X(NEW, _ZnwmSt11align_val_tRKSt9nothrow_t, "new(align,nothrow)")                                \
+    X(NEW, _ZnamSt11align_val_tRKSt9nothrow_t, "new[](align,nothrow)")                              \
+    X(DELETE, _ZdlPv, "delete")                                                                     \
+    X(DELETE, _ZdaPv, "delete[]")                                                                   \
+    X(DELETE, _ZdlPvm, "delete(size)")                                                              \
+    X(DELETE, _ZdaPvm, "delete[](size)")                                                            \
+    X(DELETE, _ZdlPvRKSt9nothrow_t, "delete(nothrow)")                                              \
+    X(DELETE, _ZdaPvRKSt9nothrow_t, "delete[](nothrow)")                                            \
+    X(DELETE, _ZdlPvSt11align_val_t, "delete(align)")                                               \
+    X(DELETE, _ZdaPvSt11align_val_t, "delete[](align)")                                             \
+    X(DELETE, _ZdlPvmSt11align_val_t, "delete(size,align)")                                         \
+    X(DELETE, _ZdaPvmSt11align_val_t, "delete[](size,align)")                                       \
+    X(DELETE, _ZdlPvSt11align_val_tRKSt9nothrow_t, "delete(align,nothrow)")                         \
+    X(DELETE, _ZdaPvSt11align_val_tRKSt9nothrow_t, "delete[](align,nothrow)")
+
+#define FORM_INDEX(kind, sym, name) C_##sym,
+enum cxx_form { CXX_FORMS(FORM_INDEX) C_COUNT };
+#define FORM_NAME(kind, sym, name) name,
+static const char *const CXX_NAMES[C_COUNT] = {CXX_FORMS(FORM_NAME)};
+
+/* Calls of each form made by the program (a form the C++ runtime calls from another, as new[]
+ * calls new, is the caller's form only). */
+static uint64_t cxx_counts[C_COUNT];
+
+const char *alloc_count_cxx_name(unsigned i) { return i < C_COUNT ? CXX_NAMES[i] : NULL; }
+uint64_t alloc_count_cxx_of(unsigned i) { return i < C_COUNT ? __atomic_load_n(&cxx_counts[i], __ATOMIC_RELAXED) : 0; }
+
 #define NEW_ENTRY(sym)                                                                              \
     void *sym(uintptr_t a, uintptr_t b, uintptr_t c);                                               \
     void *sym(uintptr_t a, uintptr_t b, uintptr_t c)                                                \
@@ -240,6 +284,8 @@ static void *next_cxx(const char *name, void **cache)
         static void *real;                                                                          \
         new_fn next = (new_fn)next_cxx(#sym, &real);                                                \
         CXX_SITE_BEGIN;                                                                             \
+        if (!outer)                                                                                 \
+            __atomic_add_fetch(&cxx_counts[C_##sym], 1, __ATOMIC_RELAXED);                          \
         void *p = next(a, b, c);                                                                    \
         CXX_SITE_END;                                                                               \
         return p;                                                                                   \
@@ -251,32 +297,13 @@ static void *next_cxx(const char *name, void **cache)
         static void *real;                                                                          \
         delete_fn next = (delete_fn)next_cxx(#sym, &real);                                          \
         CXX_SITE_BEGIN;                                                                             \
+        if (!outer)                                                                                 \
+            __atomic_add_fetch(&cxx_counts[C_##sym], 1, __ATOMIC_RELAXED);                          \
         next(a, b, c);                                                                              \
         CXX_SITE_END;                                                                               \
     }
-
-/* new, new[], each plain, nothrow, aligned, aligned nothrow */
-NEW_ENTRY(_Znwm)
-NEW_ENTRY(_Znam)
-NEW_ENTRY(_ZnwmRKSt9nothrow_t)
-NEW_ENTRY(_ZnamRKSt9nothrow_t)
-NEW_ENTRY(_ZnwmSt11align_val_t)
-NEW_ENTRY(_ZnamSt11align_val_t)
-NEW_ENTRY(_ZnwmSt11align_val_tRKSt9nothrow_t)
-NEW_ENTRY(_ZnamSt11align_val_tRKSt9nothrow_t)
-/* delete, delete[], each plain, sized, nothrow, aligned, sized aligned, aligned nothrow */
-DELETE_ENTRY(_ZdlPv)
-DELETE_ENTRY(_ZdaPv)
-DELETE_ENTRY(_ZdlPvm)
-DELETE_ENTRY(_ZdaPvm)
-DELETE_ENTRY(_ZdlPvRKSt9nothrow_t)
-DELETE_ENTRY(_ZdaPvRKSt9nothrow_t)
-DELETE_ENTRY(_ZdlPvSt11align_val_t)
-DELETE_ENTRY(_ZdaPvSt11align_val_t)
-DELETE_ENTRY(_ZdlPvmSt11align_val_t)
-DELETE_ENTRY(_ZdaPvmSt11align_val_t)
-DELETE_ENTRY(_ZdlPvSt11align_val_tRKSt9nothrow_t)
-DELETE_ENTRY(_ZdaPvSt11align_val_tRKSt9nothrow_t)
+#define FORM_ENTRY(kind, sym, name) kind##_ENTRY(sym)
+CXX_FORMS(FORM_ENTRY)
 
 /* --- the sites summed by object --- */
 
@@ -346,6 +373,14 @@ __attribute__((destructor)) static void report(void)
     for (int f = 0; f < F_COUNT && len > 0 && (size_t)len < sizeof line; f++)
         len += snprintf(line + len, sizeof line - (size_t)len, " %s %llu", NAMES[f],
                         (unsigned long long)alloc_count_of((unsigned)f));
+    if (len > 0 && (size_t)len < sizeof line - 1) {
+        line[len++] = '\n';
+        (void)!write(STDERR_FILENO, line, (size_t)len);
+    }
+    len = snprintf(line, sizeof line, "alloc_count: C++");
+    for (int c = 0; c < C_COUNT && len > 0 && (size_t)len < sizeof line; c++)
+        len += snprintf(line + len, sizeof line - (size_t)len, " %s %llu", CXX_NAMES[c],
+                        (unsigned long long)alloc_count_cxx_of((unsigned)c));
     if (len > 0 && (size_t)len < sizeof line - 1) {
         line[len++] = '\n';
         (void)!write(STDERR_FILENO, line, (size_t)len);

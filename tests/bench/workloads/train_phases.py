@@ -12,7 +12,8 @@ OpenMP team, the driver's), in ms. Under tests/bench/alloc_count.c (a preload ru
 shim) also the allocator calls a step makes, those of 1 MiB or more (what the shim tracks), and the
 calls of each function the shim's allocation hooks interpose (calls_malloc, calls_free, ...,
 calls_munmap), and in its notes, allocator_calls_by_object: each object's calls a step, function by
-function (the object the call came from; C++'s new and delete counted as their caller's).
+function (the object the call came from; C++'s new and delete counted as their caller's), and
+cxx_calls_by_form: the calls a step of each form of new and delete the program used.
 Every 10 steps it ends a turn (wl.turn), so that under compare_builds.py --lockstep the variants
 take turns on one CPU between steps (never inside a timed one). Run it under several variants:
   tests/bench/workloads/compare_builds.py --lockstep --cpus 3 --rounds 8 tests/bench/workloads/train_phases.py -- \\
@@ -43,7 +44,7 @@ def minor_faults():
 
 torch, dev, sync = wl.torch_or_skip(NAME)
 marks = []
-counters, by_object = wl.alloc_counts_reader(), wl.alloc_counts_by_object_reader()
+counters, by_object, by_form = wl.alloc_counts_reader(), wl.alloc_counts_by_object_reader(), wl.alloc_counts_cxx_reader()
 step, _model = wl.torch_mlp_step(torch, dev, False, mark=lambda phase: marks.append(time.perf_counter_ns()))
 times = {k: [] for k in PHASES + ("step", "control", "step_per_control")}
 for n in range(WARMUP + TIMED):
@@ -53,6 +54,7 @@ for n in range(WARMUP + TIMED):
         faults0, threads0 = minor_faults(), wl.thread_cpu_ns()
         allocs0 = counters() if counters else None
         objects0 = by_object() if by_object else None
+        forms0 = by_form() if by_form else None
     del marks[:]
     t0 = time.perf_counter_ns()
     step()
@@ -69,6 +71,7 @@ for n in range(WARMUP + TIMED):
 faults = (minor_faults() - faults0) / TIMED
 allocs1 = counters() if counters else None
 objects1 = by_object() if by_object else None
+forms1 = by_form() if by_form else None
 threads1, main = wl.thread_cpu_ns(), str(os.getpid())
 others = {"shim": 0, "other": 0}
 for tid, (name, ns) in threads1.items():
@@ -101,4 +104,7 @@ if objects1:
         if step_calls:
             per_object.setdefault(obj, {})[fn] = step_calls
     rep.notes["allocator_calls_by_object"] = per_object
+if forms1:
+    per_form = {form: round((calls - forms0[form]) / TIMED, 2) for form, calls in forms1.items()}
+    rep.notes["cxx_calls_by_form"] = {form: n for form, n in per_form.items() if n}
 rep.emit()

@@ -235,6 +235,24 @@ def alloc_counts_by_object_reader():
     return read
 
 
+def alloc_counts_cxx_reader():
+    """tests/bench/alloc_count.c's calls of each form of C++'s new and delete the program made
+    (new, new[], delete(size), ...), when that library is preloaded, else None: a function
+    returning {form: calls so far}."""
+    import ctypes
+    try:
+        process = ctypes.CDLL(None)
+        name, count = process.alloc_count_cxx_name, process.alloc_count_cxx_of
+    except AttributeError:
+        return None
+    name.argtypes = count.argtypes = [ctypes.c_uint]
+    name.restype, count.restype = ctypes.c_char_p, ctypes.c_uint64
+    forms = []
+    while name(len(forms)) is not None:
+        forms.append(name(len(forms)).decode())
+    return lambda: {form: count(i) for i, form in enumerate(forms)}
+
+
 def cpu_test_mode():
     return os.environ.get("BENCH_WL_CPU") == "1"
 
