@@ -362,29 +362,30 @@ const char *alloc_count_by_object(void)
     return by_object_text;
 }
 
+/* Appends " NAME CALLS" for each of n counters to the line begun in line[0, len) and writes it with
+ * a newline on stderr (a line that does not fit whole is left out). */
+static void write_counts(char *line, size_t size, int len, const char *const *names, uint64_t (*count_of)(unsigned),
+                         unsigned n)
+{
+    for (unsigned i = 0; i < n && len > 0 && (size_t)len < size; i++)
+        len += snprintf(line + len, size - (size_t)len, " %s %llu", names[i], (unsigned long long)count_of(i));
+    if (len > 0 && (size_t)len < size - 1) {
+        line[len++] = '\n';
+        (void)!write(STDERR_FILENO, line, (size_t)len);
+    }
+}
+
 __attribute__((destructor)) static void report(void)
 {
     const char *want = getenv("ALLOC_COUNT_REPORT");
     if (!want || want[0] != '1')
         return;
-    char line[512];
+    char line[1024];
     int len = snprintf(line, sizeof line, "alloc_count: %llu allocator calls, %llu of 1 MiB or more;",
                        (unsigned long long)alloc_count_calls(), (unsigned long long)alloc_count_large());
-    for (int f = 0; f < F_COUNT && len > 0 && (size_t)len < sizeof line; f++)
-        len += snprintf(line + len, sizeof line - (size_t)len, " %s %llu", NAMES[f],
-                        (unsigned long long)alloc_count_of((unsigned)f));
-    if (len > 0 && (size_t)len < sizeof line - 1) {
-        line[len++] = '\n';
-        (void)!write(STDERR_FILENO, line, (size_t)len);
-    }
-    len = snprintf(line, sizeof line, "alloc_count: C++");
-    for (int c = 0; c < C_COUNT && len > 0 && (size_t)len < sizeof line; c++)
-        len += snprintf(line + len, sizeof line - (size_t)len, " %s %llu", CXX_NAMES[c],
-                        (unsigned long long)alloc_count_cxx_of((unsigned)c));
-    if (len > 0 && (size_t)len < sizeof line - 1) {
-        line[len++] = '\n';
-        (void)!write(STDERR_FILENO, line, (size_t)len);
-    }
+    write_counts(line, sizeof line, len, NAMES, alloc_count_of, F_COUNT);
+    write_counts(line, sizeof line, snprintf(line, sizeof line, "alloc_count: C++"), CXX_NAMES, alloc_count_cxx_of,
+                 C_COUNT);
     const char *text = alloc_count_by_object();
     for (const char *end; *text; text = end + 1) {
         end = strchr(text, '\n');
