@@ -1,7 +1,7 @@
 /* alloc.c: the host allocation hooks. malloc, calloc, realloc, reallocarray, free, posix_memalign,
  * aligned_alloc, memalign, valloc, pvalloc, C++'s operator new(size_t) and operator delete(void *),
- * mmap, mmap64, munmap, mremap and madvise forward to the next definition (alloc_next.h) and publish what happened to memory as events (alloc_events.h):
- * allocations of at least alloc_events_min_bytes, blocks about to be freed or released, ranges
+ * mmap, mmap64, munmap, mremap and madvise forward to the next definition (alloc_next.h) and
+ * publish what happened to memory as events (alloc_events.h): allocations of at least alloc_events_min_bytes, blocks about to be freed or released, ranges
  * about to be unmapped or discarded, mappings that move. Who listens is not this file's business.
  * Small allocations pay one comparison (malloc) or one filter load (free), and a tail call.
  * Before the next allocator is found (dlsym itself may call calloc) requests are served from the
@@ -155,9 +155,7 @@ static __attribute__((noinline, cold)) void *operator_new_rest(size_t n)
     operator_new_fn runtime = runtime_operator_new();
     if (runtime)
         return runtime(n); /* fails again there, then the new-handler loop, then std::bad_alloc */
-    static const char msg[] = "pinshim: operator new: out of memory, and no C++ runtime's operator new "
-                              "to throw std::bad_alloc: aborting\n";
-    (void)!write(2, msg, sizeof msg - 1);
+    pinshim_warn("operator new: out of memory, and no C++ runtime's operator new to throw std::bad_alloc: aborting");
     abort();
 }
 

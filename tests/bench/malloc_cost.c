@@ -4,9 +4,9 @@
  * calls), posix_memalign, aligned_alloc or memalign (64-byte aligned, as PyTorch's CPU tensors and
  * C++'s over-aligned new ask), or new: C++'s operator new(size_t) and operator delete(void *),
  * looked up as a C++ caller's call binds them (the first definition in the global scope: the
- * shim's when it is preloaded, else libstdc++'s, which calls malloc itself). Run it with and without the shim (tests/bench/run_reuse.sh does,
- * alternately, for malloc) or a bare forwarder (tests/bench/alloc_forward.c) and subtract; never
- * asserts timing.
+ * shim's when it is preloaded, else libstdc++'s, which calls malloc itself). Run it with and
+ * without the shim (tests/bench/run_reuse.sh does, alternately, for malloc) or a bare forwarder
+ * (tests/bench/alloc_forward.c) and subtract; never asserts timing.
  * Usage: malloc_cost [N [KIND]]   (default 5 million, malloc) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -84,6 +84,7 @@ int main(int argc, char **argv)
         if (ns < best)
             best = ns;
     }
-    printf("%.2f ns per small %s/%s pair (best of 15 runs of %ld)\n", best, KINDS[kind], kind == KIND_NEW ? "delete" : "free", n);
+    printf("%.2f ns per small %s/%s pair (best of 15 runs of %ld)\n", best, KINDS[kind],
+           kind == KIND_NEW ? "delete" : "free", n);
     return sink == 12345 ? 1 : 0;
 }

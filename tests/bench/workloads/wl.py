@@ -191,6 +191,18 @@ def thread_cpu_ns():
     return out
 
 
+def _counter_names(name, count):
+    """alloc_count.c's counters come as name(i) and count(i), i from 0 until name returns NULL: sets
+    the ctypes signatures of both and returns the names."""
+    import ctypes
+    name.argtypes = count.argtypes = [ctypes.c_uint]
+    name.restype, count.restype = ctypes.c_char_p, ctypes.c_uint64
+    names = []
+    while name(len(names)) is not None:
+        names.append(name(len(names)).decode())
+    return names
+
+
 def alloc_counts_reader():
     """tests/bench/alloc_count.c's counters, when that library is preloaded, else None: a function
     returning {"calls": ..., "large": ..., and each counted function's name: its calls so far}."""
@@ -201,12 +213,8 @@ def alloc_counts_reader():
                                      process.alloc_count_of)
     except AttributeError:
         return None
-    calls.restype = large.restype = count.restype = ctypes.c_uint64
-    name.argtypes = count.argtypes = [ctypes.c_uint]
-    name.restype = ctypes.c_char_p
-    names = []
-    while name(len(names)) is not None:
-        names.append(name(len(names)).decode())
+    calls.restype = large.restype = ctypes.c_uint64
+    names = _counter_names(name, count)
 
     def read():
         counts = {"calls": calls(), "large": large()}
@@ -245,11 +253,7 @@ def alloc_counts_cxx_reader():
         name, count = process.alloc_count_cxx_name, process.alloc_count_cxx_of
     except AttributeError:
         return None
-    name.argtypes = count.argtypes = [ctypes.c_uint]
-    name.restype, count.restype = ctypes.c_char_p, ctypes.c_uint64
-    forms = []
-    while name(len(forms)) is not None:
-        forms.append(name(len(forms)).decode())
+    forms = _counter_names(name, count)
     return lambda: {form: count(i) for i, form in enumerate(forms)}
 
 
