@@ -77,11 +77,19 @@ PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintp
     }
 }
 
+/* Whether the log or the guard follows copies. */
+static inline bool copies_followed(void) { return __atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED); }
+
+/* Whether no log, guard or registration follows copies: one line, the gate's. */
+static inline bool nothing_follows(void)
+{
+    return !copies_followed() && !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED);
+}
+
 PINSHIM_HOT bool copy_only_counted(struct copy *c)
 {
-    /* the log, the guard and live registrations each follow every copy: one word of the gate says */
-    if ((c->dir != DIR_H2D && c->dir != DIR_D2H) || __atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED) ||
-        !regcache_ignores(c))
+    /* the log and the guard follow every copy, live registrations every pageable one */
+    if ((c->dir != DIR_H2D && c->dir != DIR_D2H) || copies_followed() || !regcache_ignores(c))
         return false;
     if (c->host_kind == KIND_PINNED || c->host_kind == KIND_REGISTERED)
         return true;
@@ -91,13 +99,6 @@ PINSHIM_HOT bool copy_only_counted(struct copy *c)
     return true;
 }
 
-/* Whether no log, guard or registration follows copies: one line, the gate's. */
-static inline bool nothing_follows(void)
-{
-    return !__atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED) &&
-           !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED);
-}
-
 PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d, enum host_kind *kind)
 {
     bool small = copy_is_small(bytes);
@@ -105,6 +106,9 @@ PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d
     /* a small copy's page: the thread's last pinned range first (one line), then the plain pages
      * (one line), before memkind's and the allocation table's memos (a line each) */
     enum host_kind k = small ? memkind_last_range(host) : KIND_UNKNOWN;
+    /* a range of memkind's table: the program's own pinned memory, which the registration cache
+     * never registers, so that its registrations change nothing for this copy */
+    bool own_range = k != KIND_UNKNOWN;
     bool plain = false, counted = false;
     if (k == KIND_UNKNOWN) {
         plain = small && plain_pages_hold(host, plain_gen);
@@ -115,8 +119,9 @@ PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d
         k = plain ? KIND_PAGEABLE : side_kind(host, bytes, may_count ? &counted : NULL);
     }
     *kind = k;
-    if (k == KIND_PINNED || k == KIND_REGISTERED)
-        return PINSHIM_LIKELY(nothing_follows()) ? HOST_OWN_PINNED : HOST_DESCRIBE;
+    if (k == KIND_PINNED || k == KIND_REGISTERED) /* a kind the driver gave may be the cache's registration */
+        return PINSHIM_LIKELY(nothing_follows()) || (own_range && !copies_followed()) ? HOST_OWN_PINNED
+                                                                                   : HOST_DESCRIBE;
     if (counted)
         return HOST_SMALL_PAGEABLE;
     if (k != KIND_PAGEABLE || !small || !nothing_follows())

@@ -52,10 +52,12 @@ bool regcache_holds_any(void);
 /* --- from the copy path --- */
 /* In copy_describe: a side inside a registration of the cache is pageable to the program. */
 void regcache_view(struct copy *c);
-/* Whether the cache has nothing to do with a described copy: it holds no registration, and the
- * copy's host side is not pageable memory it counts copies of (a tracked allocation's). */
+/* Whether the cache has nothing to do with a described copy: its host side is not pageable (after
+ * regcache_view, a side inside one of the cache's registrations is), or the cache holds no
+ * registration and the side is not pageable memory it counts copies of (a tracked allocation's). */
 bool regcache_ignores(const struct copy *c);
-/* The same for a copy not described: its host side's address and kind. */
+/* The same for a copy not described, from its host side's address and kind: only while the cache
+ * holds no registration (a pinned kind the driver gave may be one of them). */
 bool regcache_ignores_host(uintptr_t host, enum host_kind kind);
 /* Counts the copy against its allocation and may register it; true when the copy can go to the
  * driver directly: its host range overlaps a registration of the cache, held until after_copy. */

@@ -41,7 +41,12 @@ PINSHIM_HOT bool regcache_ignores_host(uintptr_t host, enum host_kind kind)
     return kind != KIND_PAGEABLE || !regcache_enabled || !alloc_table_may_hold(host);
 }
 
-PINSHIM_HOT bool regcache_ignores(const struct copy *c) { return regcache_ignores_host(host_side(c), c->host_kind); }
+/* A described copy's host side that is not pageable is none of the cache's, registrations or not:
+ * regcache_view() has made a side inside one of them pageable again. */
+PINSHIM_HOT bool regcache_ignores(const struct copy *c)
+{
+    return c->host_kind != KIND_PAGEABLE || regcache_ignores_host(host_side(c), c->host_kind);
+}
 
 /* Whether a copy ending at hi counts against r: r is not registered (nor being registered or
  * refused) and the copy stays inside the allocation. Lock held. */

@@ -1,7 +1,9 @@
 /* wrapcost.c: what each call of a well-written program's hot loop costs, the pattern of PyTorch's
  * .item() on pinned memory (issue #12): a 4-byte cuMemcpyDtoHAsync into pinned memory, then
  * cuStreamSynchronize, cuEventRecord and cuEventQuery; then each other sync point alone
- * (cuEventRecordWithFlags, cuEventSynchronize, cuCtxSynchronize). Prints the median ns per call of
+ * (cuEventRecordWithFlags, cuEventSynchronize, cuCtxSynchronize); a small pageable copy; and pinned
+ * copies both ways once pin-on-reuse holds a registration (torch_reuse's 4 KB pinned reference runs
+ * beside 200 of them). Prints the median ns per call of
  * each, and of the whole iteration, over 9 rounds of N iterations; run it with and without the
  * shim side by side (tests/bench/run_wrapcost.sh). Also the cost of the clocks the shim may read.
  * Usage: wrapcost [N] (default 20000). Build: gcc -O2 -I$CUDA_HOME/include wrapcost.c -ldl */
@@ -83,6 +85,8 @@ int main(int argc, char **argv)
         CHECK(d.htod(dev_big, pageable, big));
     MEDIAN("D2H async into pinned + sync, a registration live", n,
            CHECK(d.dtoh_async(pinned, dev, 4, s)); CHECK(d.stream_sync(s)));
+    MEDIAN("4 KiB pinned H2D async + sync, registration live", n,
+           CHECK(d.htod_async(dev, pinned, 4096, s)); CHECK(d.stream_sync(s)));
     (void)sink;
     return 0;
 }
