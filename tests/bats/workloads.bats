@@ -208,6 +208,68 @@ print("alone")'
     [ "$output" = alone ]
 }
 
+
+@test "workloads: wl.threads_cpu_split charges each thread's CPU time to the main thread, the shim's (pinshim-*) or the others, and names the busiest others" {
+    cd "$ROOT/tests/bench/workloads"
+    run python3 - <<'PY'
+import threading, time, wl
+
+release = threading.Event()
+
+def spin(name, cpu_s, done):
+    # each names itself, as the shim's threads and the driver's do, uses cpu_s of CPU time, and
+    # stays alive until the second reading (an ended thread leaves /proc/self/task)
+    with open("/proc/self/task/%d/comm" % threading.get_native_id(), "w") as f:
+        f.write(name)
+    while time.thread_time() < cpu_s:
+        pass
+    done.set()
+    release.wait()
+
+before = wl.thread_cpu_ns()
+runs = [(name, cpu_s, threading.Event()) for name, cpu_s in (("pinshim-test", 0.03), ("busy", 0.06), ("idle", 0.0))]
+threads = [threading.Thread(target=spin, args=a) for a in runs]
+for t in threads:
+    t.start()
+for _, _, done in runs:
+    done.wait()
+split = wl.threads_cpu_split(before, wl.thread_cpu_ns())
+release.set()
+for t in threads:
+    t.join()
+print(split)
+assert split["shim"] >= 30e6 and split["other"] >= 60e6, split
+assert split["main"] < split["other"], split
+assert split["top"][0][0] == "busy" and split["top"][0][1] >= 60, split
+assert "pinshim-test" not in [name for name, _ in split["top"]], split
+assert wl.control_us() > 0
+PY
+    echo "$output"
+    [ "$status" -eq 0 ]
+}
+
+@test "row_levels.py: each run's row beside its control and its threads' CPU, then each side's medians; a missing folder or a corrupt line is named" {
+    mkdir -p "$WORK/r"
+    rows() { # side pair value control other
+        printf '{"workload": "torch_reuse", "side": "%s", "pair": %s, "metrics": [{"key": "4KB_pinned", "value": %s}, {"key": "4KB", "value": 1}], "notes": {"rows": {"4KB_pinned": {"control_us": %s, "wall_ms": 40, "main_cpu_ms": 39.5, "shim_threads_ms": 0, "other_threads_ms": %s, "busiest_others": [["pt_main_thread", 5.5]]}}}}\n' "$@"
+    }
+    { rows noshim 1 8 50 5.5; rows shim 1 12 75 30; rows noshim 2 10 50 1; rows shim 2 9 45 2
+      echo '{"workload": "torch_item", "side": "shim", "pair": 1, "metrics": [], "notes": {}}'; } >"$WORK/r/runs.jsonl"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --key 4KB_pinned
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '4KB_pinned' <<<"$output")" = 6 ] # 4 runs, 2 sides' medians; the 4KB row has no notes
+    grep -E '^r/1 +shim +4KB_pinned +12 +75.0 +0.16 +39.5 +0.0 +30.0  pt_main_thread 5.5$' <<<"$output"
+    grep -E '^4KB_pinned +noshim +runs +2  median 9  median over control 0.18$' <<<"$output"
+    grep -E '^4KB_pinned +shim +runs +2  median 10.5  median over control 0.18$' <<<"$output"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/none"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"$WORK/none/runs.jsonl: No such file or directory (expected run.py's --out folder, holding runs.jsonl)"* ]]
+    echo '{"workload": ' >>"$WORK/r/runs.jsonl"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"$WORK/r/runs.jsonl line 6: not a JSON record (expected one run per line)"* ]]
+}
 @test "workloads harness: a run past --timeout is killed and is a FAIL; that workload is not run again" {
     SECONDS=0
     harness --fake --only fake_hang --pairs 2 --no-guard --timeout 1

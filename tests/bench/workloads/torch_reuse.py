@@ -1,17 +1,22 @@
-"""torch_reuse.py: the same pageable CPU tensors copied .to("cuda") pass after pass (a dataset held
-in memory, weights re-sent): 1000 tensors of 4 KB and 200 tensors of 4 MB, blocking and
-non_blocking=True, and for reference the same copies from pinned tensors (the ceiling). Each
-variant: 3 warm-up passes (the shim registers a buffer at its third copy), then 4 measured passes.
-Metrics: ms per pass (median of the measured passes). Digest: every tensor as it arrived, last pass
-of each variant. --keys KEY[,KEY...] runs only those variants (compare_builds.py: the 4 KB copies
-without the 4 MB ones' seconds). --copies N makes a 4 KB pass N copies (default 1000: each tensor
-once; more go round the 1000 again): a cost per copy keeps its ratio as N changes, a cost per pass
-(one each lockstep turn: caches refilled after the other processes' turns) shrinks as N grows."""
+"""torch_reuse.py: the same pageable CPU tensors copied .to("cuda") pass after pass (a dataset held in
+memory, weights re-sent): 1000 tensors of 4 KB and 200 tensors of 4 MB, blocking and non_blocking=True,
+and for reference the same copies from pinned tensors (the ceiling). Each variant: 3 warm-up passes (the
+shim registers a buffer at its third copy), then 4 measured passes. Metrics: ms per pass (median of the
+measured passes). Digest: every tensor as it arrived, last pass of each variant. Notes, under rows, for
+each variant's measured passes: the CPU level right after them (control_us, wl.control_us: the median of
+5), their wall time and the CPU time the main thread, the shim's threads and the others used meanwhile,
+and the busiest others by name: whether a row was slower because the process met a slower CPU level, or
+because other threads were busy beside it (the 4 KB pinned reference after the 4 MB rows, HISTORY.md).
+--keys KEY[,KEY...] runs only those variants (compare_builds.py: the 4 KB copies without the 4 MB ones'
+seconds). --copies N makes a 4 KB pass N copies (default 1000: each tensor once; more go round the 1000
+again): a cost per copy keeps its ratio as N changes, a cost per pass (one each lockstep turn: caches
+refilled after the other processes' turns) shrinks as N grows."""
 import argparse
+import time
 
 import wl
 
-NAME, WARMUP, PASSES = "torch_reuse", 3, 4
+NAME, WARMUP, PASSES, CONTROLS = "torch_reuse", 3, 4, 5
 KEYS = ("4KB", "4KB_nb", "4MB", "4MB_nb", "4KB_pinned", "4MB_pinned")
 
 parser = argparse.ArgumentParser(description="the same pageable tensors .to(cuda) pass after pass")
@@ -46,8 +51,17 @@ def run(key, label, xs, non_blocking, expect, ref=False):
     def one_pass():
         result[:] = [x.to(dev, non_blocking=non_blocking) for x in xs]
 
-    times = wl.timed(one_pass, sync, WARMUP + PASSES)[WARMUP:]
+    wl.timed(one_pass, sync, WARMUP)
+    threads0, main0 = wl.thread_cpu_ns(), time.thread_time_ns()
+    times = wl.timed(one_pass, sync, PASSES)
+    threads1, main1 = wl.thread_cpu_ns(), time.thread_time_ns()
     rep.metric(key, label, wl.median(times) * 1e3, "ms", expect, ref)
+    used = wl.threads_cpu_split(threads0, threads1)
+    rep.notes.setdefault("rows", {})[key] = {
+        "control_us": round(wl.median([wl.control_us() for _ in range(CONTROLS)]), 1),
+        "wall_ms": round(sum(times) * 1e3, 2), "main_cpu_ms": round((main1 - main0) / 1e6, 2),
+        "shim_threads_ms": round(used["shim"] / 1e6, 2), "other_threads_ms": round(used["other"] / 1e6, 2),
+        "busiest_others": used["top"]}
     sums = []
     for y in result:
         sums += wl.torch_sums(torch, y)

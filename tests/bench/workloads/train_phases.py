@@ -20,21 +20,12 @@ take turns on one CPU between steps (never inside a timed one). Run it under sev
       none=none empty=empty shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off \\
       count=tests/bench/alloc_count.c
 Without PyTorch or a GPU it prints a skipped line and exits 0. Never judges the numbers."""
-import os
 import time
 
 import wl
 
-NAME, WARMUP, TIMED, CONTROL_LOOPS, TURN_STEPS = "train_phases", 100, 400, 3000, 10
+NAME, WARMUP, TIMED, TURN_STEPS = "train_phases", 100, 400, 10
 PHASES = ("batch", "copy", "forward", "backward", "optimizer", "item")
-
-
-def control_us():
-    t0 = time.perf_counter_ns()
-    s = 0
-    for i in range(CONTROL_LOOPS):
-        s += i
-    return (time.perf_counter_ns() - t0) / 1e3
 
 
 def minor_faults():
@@ -64,7 +55,7 @@ for n in range(WARMUP + TIMED):
     for k, a, b in zip(PHASES, ends, ends[1:]):
         times[k].append((b - a) / 1e3)
     total = (ends[-1] - t0) / 1e3
-    control = control_us()
+    control = wl.control_us()
     times["step"].append(total)
     times["control"].append(control)
     times["step_per_control"].append(total / control)
@@ -72,11 +63,8 @@ faults = (minor_faults() - faults0) / TIMED
 allocs1 = counters() if counters else None
 objects1 = by_object() if by_object else None
 forms1 = by_form() if by_form else None
-threads1, main = wl.thread_cpu_ns(), str(os.getpid())
-others = {"shim": 0, "other": 0}
-for tid, (name, ns) in threads1.items():
-    if tid != main:
-        others["shim" if name.startswith("pinshim-") else "other"] += ns - threads0.get(tid, (name, 0))[1]
+threads1 = wl.thread_cpu_ns()
+others = wl.threads_cpu_split(threads0, threads1)
 
 rep = wl.Report(NAME)
 rep.notes.update(wl.torch_versions(torch))

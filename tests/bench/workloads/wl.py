@@ -191,6 +191,40 @@ def thread_cpu_ns():
     return out
 
 
+def threads_cpu_split(before, after, main=None):
+    """The CPU ns each kind of thread used between two thread_cpu_ns() readings: {"main": this
+    process's first thread, "shim": the shim's (named pinshim-*), "other": the rest (PyTorch's
+    OpenMP team, the driver's, the framework's)}, and under "top" the other threads that used most,
+    as [name, ms] (at most 4). schedstat is brought up to date when a thread leaves its CPU and at
+    scheduler ticks, so a thread running at the reading counts up to a tick short (milliseconds):
+    over a short span, time the main thread with time.thread_time_ns() instead."""
+    main = main or str(os.getpid())
+    split, top = {"main": 0, "shim": 0, "other": 0}, []
+    for tid, (name, ns) in after.items():
+        used = ns - before.get(tid, (name, 0))[1]
+        kind = "main" if tid == main else "shim" if name.startswith("pinshim-") else "other"
+        split[kind] += used
+        if kind == "other" and used > 0:
+            top.append((used, name))
+    split["top"] = [[name, round(used / 1e6, 2)] for used, name in sorted(top, reverse=True)[:4]]
+    return split
+
+
+CONTROL_LOOPS = 3000
+
+
+def control_us(loops=CONTROL_LOOPS):
+    """The time of a fixed pure-Python loop, in us: the speed of the CPU the main thread is on at
+    that moment. On the H200 hosts it moves between levels from process to process and within one,
+    and the operations timed beside it move with it (HISTORY.md, the twenty-ninth stop), so a time
+    over its control compares processes met at different levels."""
+    t0 = time.perf_counter_ns()
+    s = 0
+    for i in range(loops):
+        s += i
+    return (time.perf_counter_ns() - t0) / 1e3
+
+
 def _counter_names(name, count):
     """alloc_count.c's counters come as name(i) and count(i), i from 0 until name returns NULL: sets
     the ctypes signatures of both and returns the names."""

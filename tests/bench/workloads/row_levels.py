@@ -1,0 +1,80 @@
+"""row_levels.py: run by run, each row's time beside the CPU level its process met and what its
+other threads did meanwhile, from the suite's runs.jsonl (run.py --out DIR) for the workloads whose
+scripts record them (notes.rows: torch_reuse.py; wl.control_us, wl.threads_cpu_split).
+
+    python3 tests/bench/workloads/row_levels.py DIR [DIR ...] [--workload NAME] [--key KEY]
+
+One line per run and row: the pair, the side, the row's metric, the control loop's time after it
+(a larger control: a slower CPU level), the row over its control (compares runs met at different
+levels), the CPU ms of the main thread, the shim's threads and the others over the row's measured
+passes, and the busiest others by name; then, per side, the medians of the metric and of the
+metric over control. Reads only; an unreadable folder or line is an error naming it.
+Standard library only."""
+import argparse
+import json
+import os
+import sys
+
+
+def median(values):
+    v = sorted(values)
+    n = len(v)
+    return None if not n else v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def runs_of(folder):
+    path = os.path.join(folder, "runs.jsonl")
+    try:
+        with open(path) as f:
+            lines = f.readlines()
+    except OSError as e:
+        sys.exit("row_levels.py: %s: %s (expected run.py's --out folder, holding runs.jsonl)" % (path, e.strerror))
+    for i, line in enumerate(lines, 1):
+        try:
+            yield json.loads(line)
+        except ValueError:
+            sys.exit("row_levels.py: %s line %d: not a JSON record (expected one run per line)" % (path, i))
+
+
+def main():
+    ap = argparse.ArgumentParser(description="each row's time beside its process's CPU level, run by run")
+    ap.add_argument("folders", nargs="+", metavar="DIR")
+    ap.add_argument("--workload", default="torch_reuse")
+    ap.add_argument("--key", help="only this row (a metric key, e.g. 4KB_pinned)")
+    args = ap.parse_args()
+    per_side = {}
+    print("%-6s %-7s %-12s %10s %10s %9s %8s %8s %8s  %s" % ("pair", "side", "row", "metric", "control_us",
+                                                          "per_ctl", "main_ms", "shim_ms", "other_ms",
+                                                          "busiest others (ms)"))
+    for folder in args.folders:
+        for run in runs_of(folder):
+            rows = (run.get("notes") or {}).get("rows")
+            if run.get("workload") != args.workload or not isinstance(rows, dict):
+                continue
+            values = {m.get("key"): m.get("value") for m in run.get("metrics") or []}
+            for key, row in rows.items():
+                if args.key and key != args.key or values.get(key) is None:
+                    continue
+                value, control = values[key], row.get("control_us")
+                per = value / control if control else None
+                side = per_side.setdefault((run.get("side"), key), ([], []))
+                side[0].append(value)
+                if per is not None:
+                    side[1].append(per)
+                busiest = ", ".join("%s %.1f" % (name, ms) for name, ms in row.get("busiest_others") or [])
+                print("%-6s %-7s %-12s %10.4g %10s %9s %8.1f %8.1f %8.1f  %s" % (
+                    "%s/%s" % (os.path.basename(os.path.normpath(folder)), run.get("pair")), run.get("side"), key,
+                    value, "%.1f" % control if control else "-", "%.4g" % per if per is not None else "-",
+                    row.get("main_cpu_ms", 0), row.get("shim_threads_ms", 0), row.get("other_threads_ms", 0),
+                    busiest))
+    if not per_side:
+        sys.exit("row_levels.py: no %s run with notes.rows in %s (the workload's script records them: torch_reuse.py)"
+                 % (args.workload, " ".join(args.folders)))
+    print()
+    for (side, key), (values, pers) in sorted(per_side.items(), key=lambda kv: (kv[0][1], str(kv[0][0]))):
+        print("%-12s %-7s runs %2d  median %.4g  median over control %s" % (
+            key, side, len(values), median(values), "%.4g" % median(pers) if pers else "-"))
+
+
+if __name__ == "__main__":
+    main()
