@@ -1,5 +1,6 @@
 /* util.c: the diagnostic writer, the reentrancy counter, the timed wait and the thread starter
  * declared in common.h. */
+#define _GNU_SOURCE
 #include "common.h"
 
 #include <errno.h>
@@ -52,7 +53,7 @@ static void *named_thread_main(void *p)
 {
     struct thread_start start = *(struct thread_start *)p;
     free(p);
-    prctl(PR_SET_NAME, start.name); /* before main_fn: omp_team.c never sees it with the program's name */
+    prctl(PR_SET_NAME, start.name); /* in case it runs before its creator names it (below) */
     return start.main_fn(start.arg);
 }
 
@@ -70,6 +71,12 @@ int pinshim_start_thread(const char *name, void *(*main_fn)(void *), void *arg, 
     pthread_sigmask(SIG_BLOCK, &all, &old); /* the new thread inherits the full mask */
     pthread_t t;
     int r = pthread_create(&t, &attr, named_thread_main, start);
+    /* Named at once, from here: a new thread not yet given a CPU is runnable under the program's
+     * name, and stage/omp_team.c, scanning for the program's OpenMP team running on the main thread
+     * just after a copy that started workers, took such threads for the team spinning (seen on a
+     * busy 2-core machine). */
+    if (r == 0)
+        pthread_setname_np(t, name);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (r != 0)
