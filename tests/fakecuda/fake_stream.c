@@ -294,6 +294,8 @@ static CUresult ensure_worker(fk_stream *s) /* fk_lock held */
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_t tid;
   int e = pthread_create(&tid, &attr, worker_main, s);
+  if (!e) /* named at once too: a thread not yet run would be runnable under the program's name */
+    pthread_setname_np(tid, "fakecuda-strm");
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   if (e) {
