@@ -83,6 +83,16 @@ PY
     grep -Eq '^==[0-9]+== pin-on-reuse: 2 buffers registered after 3 copies' "$WORK/text.err"
 }
 
+@test "the program's pinned copies beside a live registration are counted as pinned; small async copies into the registration still complete on return" {
+    reused beside beside
+    grep -qx 'beside: 0 wrong of 32 checks' "$WORK/beside.out"
+    # 16 H2D and 16 D2H of the program's pinned memory; the 16 small D2H into the cache's
+    # registration are pageable to the program, go direct and are waited for
+    [ "$(reg beside 'sum(x["count"] for x in t if x["host_kind"] == "pinned")')" = 32 ]
+    [ "$(reg beside 'sum(x["count"] for x in t if x["host_kind"] == "pageable" and x["action"] == "registered" and x["bytes"] == 4096 * x["count"])')" -ge 16 ]
+    [ "$(reg beside 'r["async_waits"] >= 16')" = True ]
+}
+
 @test "async copies from and into a registered buffer keep the pageable promises" {
     reused async async
     grep -qx 'async: 0 wrong of 16 checks' "$WORK/async.out"

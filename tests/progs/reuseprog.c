@@ -12,6 +12,8 @@
  *   reuseprog sameaddr           - free, then allocate another size at the same address, reuse
  *   reuseprog budget             - 6 buffers of 4 MiB in turn (run with a small register_max_bytes)
  *   reuseprog own                - the program registers memory itself (inside a cached one, too)
+ *   reuseprog beside             - the program's pinned copies while a registration is live,
+ *                                  interleaved with small async D2H copies into that registration
  *   reuseprog threads            - 16 threads allocating, copying and freeing at once
  *   reuseprog fork               - fork with registered buffers; the child frees them and exits
  *   reuseprog mallocs N          - N small malloc/free pairs (a malloc-heavy program)
@@ -290,6 +292,38 @@ static int scenario_own(void)
     return 0;
 }
 
+static int scenario_beside(void)
+{
+    /* the program's own pinned copies while the cache holds a registration, interleaved with small
+     * async D2H copies into that registration, which the program believes pageable: complete on
+     * return, and still the cache's (the shim takes the program's pinned range for none of its) */
+    const size_t n = 4 * MiB, small = 4096;
+    CUstream s;
+    CHECK(d.stream_create(&s, 0));
+    unsigned char *buf = malloc(n), *pinned;
+    CHECK(d.host_alloc((void **)&pinned, 2 * small, 0));
+    reuse_passes(buf, n, 4, 90); /* registered by the cache at its third copy */
+    int wrong = 0;
+    for (int i = 0; i < 16; i++) {
+        test_fill(pinned, small, (uint32_t)(200 + i));
+        CHECK(d.htod_async(dev, pinned, small, s));
+        CHECK(d.dtoh_async(pinned + small, dev, small, s));
+        CHECK(d.stream_sync(s));
+        wrong += memcmp(pinned, pinned + small, small) != 0;
+        memset(buf + 2 * small, 0, small);
+        CHECK(d.dtoh_async(buf + 2 * small, dev, small, s));
+        wrong += memcmp(buf + 2 * small, pinned, small) != 0; /* complete on return for pageable memory */
+        CHECK(d.stream_sync(s));
+        mix(buf, n);
+    }
+    printf("beside: %d wrong of 32 checks\n", wrong);
+    free(buf);
+    check_released(buf, n, "free");
+    CHECK(d.free_host(pinned));
+    CHECK(d.stream_destroy(s));
+    return wrong != 0;
+}
+
 static void *thread_body(void *arg)
 {
     uint32_t id = (uint32_t)(uintptr_t)arg;
@@ -536,6 +570,7 @@ int main(int argc, char **argv)
     else if (!strcmp(argv[1], "sameaddr")) rc = scenario_sameaddr();
     else if (!strcmp(argv[1], "budget")) rc = scenario_budget();
     else if (!strcmp(argv[1], "own")) rc = scenario_own();
+    else if (!strcmp(argv[1], "beside")) rc = scenario_beside();
     else if (!strcmp(argv[1], "threads")) rc = scenario_threads();
     else if (!strcmp(argv[1], "fork")) rc = scenario_fork();
     else if (!strcmp(argv[1], "neighbours")) rc = scenario_neighbours();
