@@ -23,7 +23,7 @@ check() { # NAME: compares $WORK/NAME.plain with $WORK/NAME.shim*
         fi
     done
 }
-for sc in neighbours edges "reuse 8 10" async free realloc munmap mremap madvise sameaddr budget own threads fork \
+for sc in neighbours edges "reuse 8 10" async free realloc munmap mremap madvise sameaddr budget own beside threads fork \
     "cxx build/tests/libcxxalloc.so"; do
     name=${sc%% *}
     build/tests/reuseprog $sc >"$WORK/$name.plain" 2>"$WORK/$name.plain.err"; echo "rc $?" >>"$WORK/$name.plain"
