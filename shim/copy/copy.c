@@ -120,8 +120,8 @@ PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d
     }
     *kind = k;
     if (k == KIND_PINNED || k == KIND_REGISTERED) /* a kind the driver gave may be the cache's registration */
-        return PINSHIM_LIKELY(nothing_follows()) || (own_range && !copies_followed()) ? HOST_OWN_PINNED
-                                                                                   : HOST_DESCRIBE;
+        return PINSHIM_LIKELY(!copies_followed() && (own_range || nothing_follows())) ? HOST_OWN_PINNED
+                                                                                     : HOST_DESCRIBE;
     if (counted)
         return HOST_SMALL_PAGEABLE;
     if (k != KIND_PAGEABLE || !small || !nothing_follows())

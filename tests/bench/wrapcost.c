@@ -3,9 +3,9 @@
  * cuStreamSynchronize, cuEventRecord and cuEventQuery; then each other sync point alone
  * (cuEventRecordWithFlags, cuEventSynchronize, cuCtxSynchronize); a small pageable copy; and pinned
  * copies both ways once pin-on-reuse holds a registration (torch_reuse's 4 KB pinned reference runs
- * beside 200 of them). Prints the median ns per call of
- * each, and of the whole iteration, over 9 rounds of N iterations; run it with and without the
- * shim side by side (tests/bench/run_wrapcost.sh). Also the cost of the clocks the shim may read.
+ * beside 200 of them). Prints the median ns per call of each, and of the whole iteration, over 9
+ * rounds of N iterations; run it with and without the shim side by side
+ * (tests/bench/run_wrapcost.sh). Also the cost of the clocks the shim may read.
  * Usage: wrapcost [N] (default 20000). Build: gcc -O2 -I$CUDA_HOME/include wrapcost.c -ldl */
 #define _GNU_SOURCE
 #include <time.h>
