@@ -209,7 +209,7 @@ print("alone")'
 }
 
 
-@test "workloads: wl.threads_cpu_split charges each thread's CPU time to the main thread, the shim's (pinshim-*) or the others, and names the busiest others" {
+@test "workloads: wl.threads_cpu_split charges each thread's CPU time to the main thread, the shim's (pinshim-*) or the others, and names the busiest others; note_row_level records a span's" {
     cd "$ROOT/tests/bench/workloads"
     run python3 - <<'PY'
 import threading, time, wl
@@ -243,6 +243,15 @@ assert split["main"] < split["other"], split
 assert split["top"][0][0] == "busy" and split["top"][0][1] >= 60, split
 assert "pinshim-test" not in [name for name, _ in split["top"]], split
 assert wl.control_us() > 0
+# note_row_level: the same split over a span, with the row's wall time and the main thread's CPU
+rep, start = wl.Report("t"), wl.cpu_reading()
+while time.thread_time_ns() - start[1] < 20e6:
+    pass
+wl.note_row_level(rep, "k", start, [0.25, 0.5])
+row = rep.notes["rows"]["k"]
+print(row)
+assert row["wall_ms"] == 750 and row["main_cpu_ms"] >= 20 and row["control_us"] > 0, row
+assert row["shim_threads_ms"] == 0 and isinstance(row["busiest_others"], list), row
 PY
     echo "$output"
     [ "$status" -eq 0 ]
@@ -254,21 +263,34 @@ PY
         printf '{"workload": "torch_reuse", "side": "%s", "pair": %s, "metrics": [{"key": "4KB_pinned", "value": %s}, {"key": "4KB", "value": 1}], "notes": {"rows": {"4KB_pinned": {"control_us": %s, "wall_ms": 40, "main_cpu_ms": 39.5, "shim_threads_ms": 0, "other_threads_ms": %s, "busiest_others": [["pt_main_thread", 5.5]]}}}}\n' "$@"
     }
     { rows noshim 1 8 50 5.5; rows shim 1 12 75 30; rows noshim 2 10 50 1; rows shim 2 9 45 2
-      echo '{"workload": "torch_item", "side": "shim", "pair": 1, "metrics": [], "notes": {}}'; } >"$WORK/r/runs.jsonl"
+      echo '{"workload": "torch_item", "side": "shim", "pair": 1, "metrics": [], "notes": {}}'
+      # two workloads with a row of one key (torch_train.py and --graph): their medians stay apart
+      for w in torch_train=4 torch_graph=2; do
+          printf '{"workload": "%s", "side": "shim", "pair": 1, "metrics": [{"key": "step", "value": %s}], "notes": {"rows": {"step": {"control_us": 100, "main_cpu_ms": 1, "shim_threads_ms": 0, "other_threads_ms": 0, "busiest_others": []}}}}\n' "${w%=*}" "${w#*=}"
+      done; } >"$WORK/r/runs.jsonl"
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --key 4KB_pinned
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(grep -c '4KB_pinned' <<<"$output")" = 6 ] # 4 runs, 2 sides' medians; the 4KB row has no notes
-    grep -E '^r/1 +shim +4KB_pinned +12 +75.0 +0.16 +39.5 +0.0 +30.0  pt_main_thread 5.5$' <<<"$output"
-    grep -E '^4KB_pinned +noshim +runs +2  median 9  median over control 0.18$' <<<"$output"
-    grep -E '^4KB_pinned +shim +runs +2  median 10.5  median over control 0.18$' <<<"$output"
+    grep -E '^torch_reuse +r/1 +shim +4KB_pinned +12 +75.0 +0.16 +39.5 +0.0 +30.0  pt_main_thread 5.5$' <<<"$output"
+    grep -E '^torch_reuse +4KB_pinned +noshim +runs +2  median 9  median over control 0.18$' <<<"$output"
+    grep -E '^torch_reuse +4KB_pinned +shim +runs +2  median 10.5  median over control 0.18$' <<<"$output"
+    ! grep -q step <<<"$output"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --key step
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -E '^torch_train +step +shim +runs +1  median 4  median over control 0.04$' <<<"$output"
+    grep -E '^torch_graph +step +shim +runs +1  median 2  median over control 0.02$' <<<"$output"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --workload torch_item
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"no run of torch_item with notes.rows in $WORK/r"* ]]
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/none"
     [ "$status" -ne 0 ]
     [[ "$output" == *"$WORK/none/runs.jsonl: No such file or directory (expected run.py's --out folder, holding runs.jsonl)"* ]]
     echo '{"workload": ' >>"$WORK/r/runs.jsonl"
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r"
     [ "$status" -ne 0 ]
-    [[ "$output" == *"$WORK/r/runs.jsonl line 6: not a JSON record (expected one run per line)"* ]]
+    [[ "$output" == *"$WORK/r/runs.jsonl line 8: not a JSON record (expected one run per line)"* ]]
 }
 @test "workloads harness: a run past --timeout is killed and is a FAIL; that workload is not run again" {
     SECONDS=0

@@ -1,8 +1,10 @@
 """row_levels.py: run by run, each row's time beside the CPU level its process met and what its
 other threads did meanwhile, from the suite's runs.jsonl (run.py --out DIR) for the workloads whose
-scripts record them (notes.rows: torch_reuse.py; wl.control_us, wl.threads_cpu_split).
+scripts record them (notes.rows, wl.note_row_level: torch_reuse.py's rows, torch_train.py's step).
 
     python3 tests/bench/workloads/row_levels.py DIR [DIR ...] [--workload NAME] [--key KEY]
+
+Every workload that recorded them unless --workload names one.
 
 One line per run and row: the pair, the side, the row's metric, the control loop's time after it
 (a larger control: a slower CPU level), the row over its control (compares runs met at different
@@ -39,17 +41,17 @@ def runs_of(folder):
 def main():
     ap = argparse.ArgumentParser(description="each row's time beside its process's CPU level, run by run")
     ap.add_argument("folders", nargs="+", metavar="DIR")
-    ap.add_argument("--workload", default="torch_reuse")
+    ap.add_argument("--workload", help="only this workload (default: every one with notes.rows)")
     ap.add_argument("--key", help="only this row (a metric key, e.g. 4KB_pinned)")
     args = ap.parse_args()
     per_side = {}
-    print("%-6s %-7s %-12s %10s %10s %9s %8s %8s %8s  %s" % ("pair", "side", "row", "metric", "control_us",
-                                                          "per_ctl", "main_ms", "shim_ms", "other_ms",
-                                                          "busiest others (ms)"))
+    print("%-16s %-6s %-7s %-12s %10s %10s %9s %8s %8s %8s  %s" % (
+        "workload", "pair", "side", "row", "metric", "control_us", "per_ctl", "main_ms", "shim_ms", "other_ms",
+        "busiest others (ms)"))
     for folder in args.folders:
         for run in runs_of(folder):
             rows = (run.get("notes") or {}).get("rows")
-            if run.get("workload") != args.workload or not isinstance(rows, dict):
+            if args.workload and run.get("workload") != args.workload or not isinstance(rows, dict):
                 continue
             values = {m.get("key"): m.get("value") for m in run.get("metrics") or []}
             for key, row in rows.items():
@@ -57,23 +59,23 @@ def main():
                     continue
                 value, control = values[key], row.get("control_us")
                 per = value / control if control else None
-                side = per_side.setdefault((run.get("side"), key), ([], []))
+                side = per_side.setdefault((run.get("workload"), key, str(run.get("side"))), ([], []))
                 side[0].append(value)
                 if per is not None:
                     side[1].append(per)
                 busiest = ", ".join("%s %.1f" % (name, ms) for name, ms in row.get("busiest_others") or [])
-                print("%-6s %-7s %-12s %10.4g %10s %9s %8.1f %8.1f %8.1f  %s" % (
-                    "%s/%s" % (os.path.basename(os.path.normpath(folder)), run.get("pair")), run.get("side"), key,
+                print("%-16s %-6s %-7s %-12s %10.4g %10s %9s %8.1f %8.1f %8.1f  %s" % (
+                    run.get("workload"), "%s/%s" % (os.path.basename(os.path.normpath(folder)), run.get("pair")), run.get("side"), key,
                     value, "%.1f" % control if control else "-", "%.4g" % per if per is not None else "-",
                     row.get("main_cpu_ms", 0), row.get("shim_threads_ms", 0), row.get("other_threads_ms", 0),
                     busiest))
     if not per_side:
-        sys.exit("row_levels.py: no %s run with notes.rows in %s (the workload's script records them: torch_reuse.py)"
-                 % (args.workload, " ".join(args.folders)))
+        sys.exit("row_levels.py: no run%s with notes.rows in %s (the scripts that record them: torch_reuse.py, "
+                 "torch_train.py)" % (" of " + args.workload if args.workload else "", " ".join(args.folders)))
     print()
-    for (side, key), (values, pers) in sorted(per_side.items(), key=lambda kv: (kv[0][1], str(kv[0][0]))):
-        print("%-12s %-7s runs %2d  median %.4g  median over control %s" % (
-            key, side, len(values), median(values), "%.4g" % median(pers) if pers else "-"))
+    for (workload, key, side), (values, pers) in sorted(per_side.items()):
+        print("%-16s %-12s %-7s runs %2d  median %.4g  median over control %s" % (
+            workload, key, side, len(values), median(values), "%.4g" % median(pers) if pers else "-"))
 
 
 if __name__ == "__main__":

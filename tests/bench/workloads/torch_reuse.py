@@ -12,11 +12,10 @@ seconds). --copies N makes a 4 KB pass N copies (default 1000: each tensor once;
 again): a cost per copy keeps its ratio as N changes, a cost per pass (one each lockstep turn: caches
 refilled after the other processes' turns) shrinks as N grows."""
 import argparse
-import time
 
 import wl
 
-NAME, WARMUP, PASSES, CONTROLS = "torch_reuse", 3, 4, 5
+NAME, WARMUP, PASSES = "torch_reuse", 3, 4
 KEYS = ("4KB", "4KB_nb", "4MB", "4MB_nb", "4KB_pinned", "4MB_pinned")
 
 parser = argparse.ArgumentParser(description="the same pageable tensors .to(cuda) pass after pass")
@@ -52,16 +51,10 @@ def run(key, label, xs, non_blocking, expect, ref=False):
         result[:] = [x.to(dev, non_blocking=non_blocking) for x in xs]
 
     wl.timed(one_pass, sync, WARMUP)
-    threads0, main0 = wl.thread_cpu_ns(), time.thread_time_ns()
+    start = wl.cpu_reading()
     times = wl.timed(one_pass, sync, PASSES)
-    threads1, main1 = wl.thread_cpu_ns(), time.thread_time_ns()
+    wl.note_row_level(rep, key, start, times)
     rep.metric(key, label, wl.median(times) * 1e3, "ms", expect, ref)
-    used = wl.threads_cpu_split(threads0, threads1)
-    rep.notes.setdefault("rows", {})[key] = {
-        "control_us": round(wl.median([wl.control_us() for _ in range(CONTROLS)]), 1),
-        "wall_ms": round(sum(times) * 1e3, 2), "main_cpu_ms": round((main1 - main0) / 1e6, 2),
-        "shim_threads_ms": round(used["shim"] / 1e6, 2), "other_threads_ms": round(used["other"] / 1e6, 2),
-        "busiest_others": used["top"]}
     sums = []
     for y in result:
         sums += wl.torch_sums(torch, y)

@@ -4,7 +4,9 @@ loss.item(). With --graph the forward, backward and optimizer step are captured 
 (PyTorch's whole-network capture) and replayed; the batch is copied into the graph's static input
 first. The loop is wl.torch_mlp_step's (inprocess_ab.py times the same step in one process).
 Metric: ms per step, the median of 20 blocks of 10 steps (each block a turn of its own: wl.turn).
-Digest: every loss, bit for bit, and the final weights. Skips when PyTorch or a GPU is missing, or
+Digest: every loss, bit for bit, and the final weights. Notes, under rows: the CPU level right after
+the timed blocks and the CPU time of the main thread, the shim's threads and the others meanwhile
+(wl.note_row_level; row_levels.py prints them): the step's time spreads 3-5 ms from process to process. Skips when PyTorch or a GPU is missing, or
 (--graph) when the capture itself fails.
 usage: torch_train.py [--graph]"""
 import sys
@@ -27,7 +29,9 @@ except wl.CaptureFailed as e:  # the capture is optional: say why it did not run
     wl.skip(NAME, str(e))
 
 losses = [step() for _ in range(WARMUP)]
+start = wl.cpu_reading()
 blocks = wl.timed(lambda: losses.extend(step() for _ in range(STEPS // BLOCKS)), sync, BLOCKS)
+wl.note_row_level(rep, "step", start, blocks)
 
 label = "graph-replayed MLP step, pageable batch, loss.item()" if GRAPH else "MLP step, pageable batch, loss.item()"
 rep.metric("step", label, wl.median(blocks) / (STEPS // BLOCKS) * 1e3, "ms", "same")

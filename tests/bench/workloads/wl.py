@@ -225,6 +225,25 @@ def control_us(loops=CONTROL_LOOPS):
     return (time.perf_counter_ns() - t0) / 1e3
 
 
+def cpu_reading():
+    """This process's threads' CPU ns and this thread's, now: the start of note_row_level's span."""
+    return thread_cpu_ns(), time.thread_time_ns()
+
+
+def note_row_level(rep, key, start, times, controls=5):
+    """Records under rep.notes["rows"][key] what the row's timed blocks (times, in s, since the
+    cpu_reading() start) met: the CPU level right after them (control_us, the median of controls),
+    their wall time, the CPU ms of the main thread, the shim's threads and the others, and the
+    busiest others by name (row_levels.py prints them run by run)."""
+    threads1, main1 = thread_cpu_ns(), time.thread_time_ns()
+    used = threads_cpu_split(start[0], threads1)
+    rep.notes.setdefault("rows", {})[key] = {
+        "control_us": round(median([control_us() for _ in range(controls)]), 1),
+        "wall_ms": round(sum(times) * 1e3, 2), "main_cpu_ms": round((main1 - start[1]) / 1e6, 2),
+        "shim_threads_ms": round(used["shim"] / 1e6, 2), "other_threads_ms": round(used["other"] / 1e6, 2),
+        "busiest_others": used["top"]}
+
+
 def _counter_names(name, count):
     """alloc_count.c's counters come as name(i) and count(i), i from 0 until name returns NULL: sets
     the ctypes signatures of both and returns the names."""
