@@ -64,9 +64,10 @@ def main():
                 if per is not None:
                     side[1].append(per)
                 busiest = ", ".join("%s %.1f" % (name, ms) for name, ms in row.get("busiest_others") or [])
+                pair = "%s/%s" % (os.path.basename(os.path.normpath(folder)), run.get("pair"))
                 print("%-16s %-6s %-7s %-12s %10.4g %10s %9s %8.1f %8.1f %8.1f  %s" % (
-                    run.get("workload"), "%s/%s" % (os.path.basename(os.path.normpath(folder)), run.get("pair")), run.get("side"), key,
-                    value, "%.1f" % control if control else "-", "%.4g" % per if per is not None else "-",
+                    run.get("workload"), pair, run.get("side"), key, value,
+                    "%.1f" % control if control else "-", "%.4g" % per if per is not None else "-",
                     row.get("main_cpu_ms", 0), row.get("shim_threads_ms", 0), row.get("other_threads_ms", 0),
                     busiest))
     if not per_side:

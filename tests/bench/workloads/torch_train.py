@@ -6,8 +6,8 @@ first. The loop is wl.torch_mlp_step's (inprocess_ab.py times the same step in o
 Metric: ms per step, the median of 20 blocks of 10 steps (each block a turn of its own: wl.turn).
 Digest: every loss, bit for bit, and the final weights. Notes, under rows: the CPU level right after
 the timed blocks and the CPU time of the main thread, the shim's threads and the others meanwhile
-(wl.note_row_level; row_levels.py prints them): the step's time spreads 3-5 ms from process to process. Skips when PyTorch or a GPU is missing, or
-(--graph) when the capture itself fails.
+(wl.note_row_level; row_levels.py prints them): the step spreads 3-5.5 ms from process to process.
+Skips when PyTorch or a GPU is missing, or (--graph) when the capture itself fails.
 usage: torch_train.py [--graph]"""
 import sys
 
