@@ -209,7 +209,7 @@ print("alone")'
 }
 
 
-@test "workloads: wl.threads_cpu_split charges each thread's CPU time to the main thread, the shim's (pinshim-*) or the others, and names the busiest others; note_row_level records a span's" {
+@test "workloads: wl.threads_cpu_split charges each thread's CPU time to the main thread, the shim's (pinshim-*) or the others, and names the busiest others; note_row_level records a span's, note_rows_level one span's for several rows" {
     cd "$ROOT/tests/bench/workloads"
     run python3 - <<'PY'
 import threading, time, wl
@@ -252,12 +252,18 @@ row = rep.notes["rows"]["k"]
 print(row)
 assert row["wall_ms"] == 750 and row["main_cpu_ms"] >= 20 and row["control_us"] > 0, row
 assert row["shim_threads_ms"] == 0 and isinstance(row["busiest_others"], list), row
+# note_rows_level: rows that took turns in one span share its level, each with its own wall time
+wl.note_rows_level(rep, wl.cpu_reading(), {"h2d": [0.125], "d2h": [0.25, 0.25]})
+h2d, d2h = rep.notes["rows"]["h2d"], rep.notes["rows"]["d2h"]
+assert h2d["wall_ms"] == 125 and d2h["wall_ms"] == 500, (h2d, d2h)
+assert dict(h2d, wall_ms=0) == dict(d2h, wall_ms=0) and h2d["control_us"] > 0, (h2d, d2h)
+assert rep.notes["rows"]["k"] is row, rep.notes
 PY
     echo "$output"
     [ "$status" -eq 0 ]
 }
 
-@test "row_levels.py: each run's row beside its control and its threads' CPU, then each side's medians; a missing folder or a corrupt line is named" {
+@test "row_levels.py: each run's row beside its control and its threads' CPU, then each side's medians and at matched levels; a missing folder or a corrupt line is named" {
     mkdir -p "$WORK/r"
     rows() { # side pair value control other
         printf '{"workload": "torch_reuse", "side": "%s", "pair": %s, "metrics": [{"key": "4KB_pinned", "value": %s}, {"key": "4KB", "value": 1}], "notes": {"rows": {"4KB_pinned": {"control_us": %s, "wall_ms": 40, "main_cpu_ms": 39.5, "shim_threads_ms": 0, "other_threads_ms": %s, "busiest_others": [["pt_main_thread", 5.5]]}}}}\n' "$@"
@@ -271,11 +277,14 @@ PY
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --key 4KB_pinned
     echo "$output"
     [ "$status" -eq 0 ]
-    [ "$(grep -c '4KB_pinned' <<<"$output")" = 6 ] # 4 runs, 2 sides' medians; the 4KB row has no notes
+    [ "$(grep -c '4KB_pinned' <<<"$output")" = 8 ] # 4 runs, 2 sides' medians, 2 halves; the 4KB row has no notes
     grep -E '^torch_reuse +r/1 +shim +4KB_pinned +12 +75.0 +0.16 +39.5 +0.0 +30.0  pt_main_thread 5.5$' <<<"$output"
     grep -E '^torch_reuse +4KB_pinned +noshim +runs +2  median 9  median over control 0.18$' <<<"$output"
     grep -E '^torch_reuse +4KB_pinned +shim +runs +2  median 10.5  median over control 0.18$' <<<"$output"
     ! grep -q step <<<"$output"
+    # at matched levels: split at the pooled controls' median (50); the shim's run at 75 alone above it
+    grep -E '^torch_reuse +4KB_pinned +faster \(control <= 50.0 us\): noshim 2 runs 9, shim 1 runs 9 \(1.00x\)$' <<<"$output"
+    grep -E '^torch_reuse +4KB_pinned +slower \(control > 50.0 us\): noshim 0 runs -, shim 1 runs 12$' <<<"$output"
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --key step
     echo "$output"
     [ "$status" -eq 0 ]

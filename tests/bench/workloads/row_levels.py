@@ -1,6 +1,7 @@
 """row_levels.py: run by run, each row's time beside the CPU level its process met and what its
 other threads did meanwhile, from the suite's runs.jsonl (run.py --out DIR) for the workloads whose
-scripts record them (notes.rows, wl.note_row_level: torch_reuse.py's rows, torch_train.py's step).
+scripts record them (notes.rows, wl.note_row_level: torch_reuse.py's rows, torch_train.py's step, torch_item.py's
+and jax_copy.py's rows).
 
     python3 tests/bench/workloads/row_levels.py DIR [DIR ...] [--workload NAME] [--key KEY]
 
@@ -10,8 +11,12 @@ One line per run and row: the pair, the side, the row's metric, the control loop
 (a larger control: a slower CPU level), the row over its control (compares runs met at different
 levels), the CPU ms of the main thread, the shim's threads and the others over the row's measured
 passes, and the busiest others by name; then, per side, the medians of the metric and of the
-metric over control. Reads only; an unreadable folder or line is an error naming it.
-Standard library only."""
+metric over control; then, at matched levels, each row's runs of both sides split at the median of
+all their controls pooled: per half (the faster level, the slower one) each side's runs and median
+and its ratio to the no-shim side's median in that half (a process's level is set where it lands, by
+the core and its clock, not by the row: the halves compare runs met at like levels, and how many runs
+of each side fell in each half shows whether one side met the slower level more often). Reads only;
+an unreadable folder or line is an error naming it. Standard library only."""
 import argparse
 import json
 import os
@@ -59,10 +64,11 @@ def main():
                     continue
                 value, control = values[key], row.get("control_us")
                 per = value / control if control else None
-                side = per_side.setdefault((run.get("workload"), key, str(run.get("side"))), ([], []))
+                side = per_side.setdefault((run.get("workload"), key, str(run.get("side"))), ([], [], []))
                 side[0].append(value)
                 if per is not None:
                     side[1].append(per)
+                    side[2].append((control, value))
                 busiest = ", ".join("%s %.1f" % (name, ms) for name, ms in row.get("busiest_others") or [])
                 pair = "%s/%s" % (os.path.basename(os.path.normpath(folder)), run.get("pair"))
                 print("%-16s %-6s %-7s %-12s %10.4g %10s %9s %8.1f %8.1f %8.1f  %s" % (
@@ -72,11 +78,38 @@ def main():
                     busiest))
     if not per_side:
         sys.exit("row_levels.py: no run%s with notes.rows in %s (the scripts that record them: torch_reuse.py, "
-                 "torch_train.py)" % (" of " + args.workload if args.workload else "", " ".join(args.folders)))
+                 "torch_train.py, torch_item.py, jax_copy.py)"
+                 % (" of " + args.workload if args.workload else "", " ".join(args.folders)))
     print()
-    for (workload, key, side), (values, pers) in sorted(per_side.items()):
+    for (workload, key, side), (values, pers, _) in sorted(per_side.items()):
         print("%-16s %-12s %-7s runs %2d  median %.4g  median over control %s" % (
             workload, key, side, len(values), median(values), "%.4g" % median(pers) if pers else "-"))
+    print_matched_levels(per_side)
+
+
+def print_matched_levels(per_side):
+    """Each row's runs split at the median control of both sides' runs pooled; per half, each side's
+    runs, median and ratio to the no-shim side's median in that half (above 1: the side faster)."""
+    rows = {}
+    for (workload, key, side), (_, _, levels) in per_side.items():
+        if levels:
+            rows.setdefault((workload, key), {})[side] = levels
+    if not rows:
+        return
+    print()
+    print("at matched levels: each row's runs split at the median control of both sides' runs")
+    for (workload, key), sides in sorted(rows.items()):
+        cut = median([control for levels in sides.values() for control, _ in levels])
+        for half, inside in (("faster", lambda c: c <= cut), ("slower", lambda c: c > cut)):
+            medians = {side: median([v for c, v in levels if inside(c)]) for side, levels in sorted(sides.items())}
+            base = medians.get("noshim")
+            cells = []
+            for side, levels in sorted(sides.items(), key=lambda item: item[0] != "noshim"):
+                n, m = sum(1 for c, _ in levels if inside(c)), medians[side]
+                ratio = " (%.2fx)" % (base / m) if side != "noshim" and base and m else ""
+                cells.append("%s %d runs %s%s" % (side, n, "%.4g" % m if m is not None else "-", ratio))
+            print("%-16s %-12s %s (control %s %.1f us): %s" % (
+                workload, key, half, "<=" if half == "faster" else ">", cut, ", ".join(cells)))
 
 
 if __name__ == "__main__":

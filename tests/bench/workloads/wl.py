@@ -235,13 +235,21 @@ def note_row_level(rep, key, start, times, controls=5):
     cpu_reading() start) met: the CPU level right after them (control_us, the median of controls),
     their wall time, the CPU ms of the main thread, the shim's threads and the others, and the
     busiest others by name (row_levels.py prints them run by run)."""
+    note_rows_level(rep, start, {key: times}, controls)
+
+
+def note_rows_level(rep, start, rows, controls=5):
+    """note_row_level for rows whose timed blocks took turns in one span ({key: times}, e.g. a
+    round's H2D and its D2H): each row gets its own wall time and the span's one level and CPU
+    split (the span's CPU is not the row's alone)."""
     threads1, main1 = thread_cpu_ns(), time.thread_time_ns()
     used = threads_cpu_split(start[0], threads1)
-    rep.notes.setdefault("rows", {})[key] = {
-        "control_us": round(median([control_us() for _ in range(controls)]), 1),
-        "wall_ms": round(sum(times) * 1e3, 2), "main_cpu_ms": round((main1 - start[1]) / 1e6, 2),
-        "shim_threads_ms": round(used["shim"] / 1e6, 2), "other_threads_ms": round(used["other"] / 1e6, 2),
-        "busiest_others": used["top"]}
+    level = {"control_us": round(median([control_us() for _ in range(controls)]), 1),
+             "main_cpu_ms": round((main1 - start[1]) / 1e6, 2),
+             "shim_threads_ms": round(used["shim"] / 1e6, 2), "other_threads_ms": round(used["other"] / 1e6, 2),
+             "busiest_others": used["top"]}
+    for key, times in rows.items():
+        rep.notes.setdefault("rows", {})[key] = dict(level, wall_ms=round(sum(times) * 1e3, 2))
 
 
 def _counter_names(name, count):
