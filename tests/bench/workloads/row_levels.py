@@ -1,7 +1,7 @@
 """row_levels.py: run by run, each row's time beside the CPU level its process met and what its
 other threads did meanwhile, from the suite's runs.jsonl (run.py --out DIR) for the workloads whose
-scripts record them (notes.rows, wl.note_row_level: torch_reuse.py's rows, torch_train.py's step, torch_item.py's
-and jax_copy.py's rows).
+scripts record them (notes.rows, wl.note_row_level: torch_reuse.py's rows, torch_train.py's step,
+torch_item.py's and jax_copy.py's rows).
 
     python3 tests/bench/workloads/row_levels.py DIR [DIR ...] [--workload NAME] [--key KEY]
 
@@ -64,11 +64,10 @@ def main():
                     continue
                 value, control = values[key], row.get("control_us")
                 per = value / control if control else None
-                side = per_side.setdefault((run.get("workload"), key, str(run.get("side"))), ([], [], []))
-                side[0].append(value)
-                if per is not None:
-                    side[1].append(per)
-                    side[2].append((control, value))
+                seen, levels = per_side.setdefault((run.get("workload"), key, str(run.get("side"))), ([], []))
+                seen.append(value)
+                if control:
+                    levels.append((control, value))
                 busiest = ", ".join("%s %.1f" % (name, ms) for name, ms in row.get("busiest_others") or [])
                 pair = "%s/%s" % (os.path.basename(os.path.normpath(folder)), run.get("pair"))
                 print("%-16s %-6s %-7s %-12s %10.4g %10s %9s %8.1f %8.1f %8.1f  %s" % (
@@ -81,7 +80,8 @@ def main():
                  "torch_train.py, torch_item.py, jax_copy.py)"
                  % (" of " + args.workload if args.workload else "", " ".join(args.folders)))
     print()
-    for (workload, key, side), (values, pers, _) in sorted(per_side.items()):
+    for (workload, key, side), (values, levels) in sorted(per_side.items()):
+        pers = [value / control for control, value in levels]
         print("%-16s %-12s %-7s runs %2d  median %.4g  median over control %s" % (
             workload, key, side, len(values), median(values), "%.4g" % median(pers) if pers else "-"))
     print_matched_levels(per_side)
@@ -91,7 +91,7 @@ def print_matched_levels(per_side):
     """Each row's runs split at the median control of both sides' runs pooled; per half, each side's
     runs, median and ratio to the no-shim side's median in that half (above 1: the side faster)."""
     rows = {}
-    for (workload, key, side), (_, _, levels) in per_side.items():
+    for (workload, key, side), (_, levels) in per_side.items():
         if levels:
             rows.setdefault((workload, key), {})[side] = levels
     if not rows:
@@ -101,13 +101,14 @@ def print_matched_levels(per_side):
     for (workload, key), sides in sorted(rows.items()):
         cut = median([control for levels in sides.values() for control, _ in levels])
         for half, inside in (("faster", lambda c: c <= cut), ("slower", lambda c: c > cut)):
-            medians = {side: median([v for c, v in levels if inside(c)]) for side, levels in sorted(sides.items())}
-            base = medians.get("noshim")
+            half_values = {side: [v for c, v in levels if inside(c)] for side, levels in sides.items()}
+            base = median(half_values.get("noshim", []))
             cells = []
-            for side, levels in sorted(sides.items(), key=lambda item: item[0] != "noshim"):
-                n, m = sum(1 for c, _ in levels if inside(c)), medians[side]
+            for side in sorted(half_values, key=lambda name: (name != "noshim", name)):
+                values = half_values[side]
+                m = median(values)
                 ratio = " (%.2fx)" % (base / m) if side != "noshim" and base and m else ""
-                cells.append("%s %d runs %s%s" % (side, n, "%.4g" % m if m is not None else "-", ratio))
+                cells.append("%s %d runs %s%s" % (side, len(values), "%.4g" % m if m is not None else "-", ratio))
             print("%-16s %-12s %s (control %s %.1f us): %s" % (
                 workload, key, half, "<=" if half == "faster" else ">", cut, ", ".join(cells)))
 
