@@ -263,7 +263,7 @@ PY
     [ "$status" -eq 0 ]
 }
 
-@test "row_levels.py: each run's row beside its control and its threads' CPU, then each side's medians and at matched levels; a missing folder or a corrupt line is named" {
+@test "row_levels.py: each run's row beside its control and its threads' CPU, then each side's medians, at matched levels and by the row's own modes; a missing folder or a corrupt line is named" {
     mkdir -p "$WORK/r"
     rows() { # side pair value control other
         printf '{"workload": "torch_reuse", "side": "%s", "pair": %s, "metrics": [{"key": "4KB_pinned", "value": %s}, {"key": "4KB", "value": 1}], "notes": {"rows": {"4KB_pinned": {"control_us": %s, "wall_ms": 40, "main_cpu_ms": 39.5, "shim_threads_ms": 0, "other_threads_ms": %s, "busiest_others": [["pt_main_thread", 5.5]]}}}}\n' "$@"
@@ -277,7 +277,7 @@ PY
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --key 4KB_pinned
     echo "$output"
     [ "$status" -eq 0 ]
-    [ "$(grep -c '4KB_pinned' <<<"$output")" = 8 ] # 4 runs, 2 sides' medians, 2 halves; the 4KB row has no notes
+    [ "$(grep -c '4KB_pinned' <<<"$output")" = 10 ] # 4 runs, 2 sides' medians, 2 halves, 2 modes; the 4KB row has no notes
     grep -E '^torch_reuse +r/1 +shim +4KB_pinned +12 +75.0 +0.16 +39.5 +0.0 +30.0  pt_main_thread 5.5$' <<<"$output"
     grep -E '^torch_reuse +4KB_pinned +noshim +runs +2  median 9  median over control 0.18$' <<<"$output"
     grep -E '^torch_reuse +4KB_pinned +shim +runs +2  median 10.5  median over control 0.18$' <<<"$output"
@@ -285,11 +285,27 @@ PY
     # at matched levels: split at the pooled controls' median (50); the shim's run at 75 alone above it
     grep -E '^torch_reuse +4KB_pinned +faster \(control <= 50.0 us\): noshim 2 runs 9, shim 1 runs 9 \(1.00x\)$' <<<"$output"
     grep -E '^torch_reuse +4KB_pinned +slower \(control > 50.0 us\): noshim 0 runs -, shim 1 runs 12$' <<<"$output"
+    # by its own modes: 8 9 | 10 12 (the widest step leaving two a side, 9 to 10)
+    grep -E '^torch_reuse +4KB_pinned +fast mode \(<= 9.5, step 1.111x\): noshim 1 runs 8, shim 1 runs 9 \(0.89x\)$' <<<"$output"
+    grep -E '^torch_reuse +4KB_pinned +slow mode \(> 9.5, step 1.111x\): noshim 1 runs 10, shim 1 runs 12 \(0.83x\)$' <<<"$output"
+    # a row at one of two speeds: the split falls between them, whatever the controls say
+    mkdir -p "$WORK/m"
+    for run in noshim=100,50 noshim=102,90 noshim=101,60 noshim=150,55 noshim=151,95 \
+               shim=150,52 shim=101,91 shim=152,58 shim=100,93 shim=151,54; do
+        side=${run%=*} value=${run#*=}
+        printf '{"workload": "torch_item", "side": "%s", "pair": 1, "metrics": [{"key": "item", "value": %s}], "notes": {"rows": {"item": {"control_us": %s}}}}\n' "$side" "${value%,*}" "${value#*,}"
+    done >"$WORK/m/runs.jsonl"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/m"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -E '^torch_item +item +fast mode \(<= 126, step 1.471x\): noshim 3 runs 101, shim 2 runs 100.5 \(1.00x\)$' <<<"$output"
+    grep -E '^torch_item +item +slow mode \(> 126, step 1.471x\): noshim 2 runs 150.5, shim 3 runs 151 \(1.00x\)$' <<<"$output"
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --key step
     echo "$output"
     [ "$status" -eq 0 ]
     grep -E '^torch_train +step +shim +runs +1  median 4  median over control 0.04$' <<<"$output"
     grep -E '^torch_graph +step +shim +runs +1  median 2  median over control 0.02$' <<<"$output"
+    ! grep -q 'mode' <<<"$output" # one run a row: no modes to find
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --workload torch_item
     [ "$status" -ne 0 ]
     [[ "$output" == *"no run of torch_item with notes.rows in $WORK/r"* ]]

@@ -15,7 +15,13 @@ metric over control; then, at matched levels, each row's runs of both sides spli
 all their controls pooled: per half (the faster level, the slower one) each side's runs and median
 and its ratio to the no-shim side's median in that half (a process's level is set where it lands, by
 the core and its clock, not by the row: the halves compare runs met at like levels, and how many runs
-of each side fell in each half shows whether one side met the slower level more often). Reads only;
+of each side fell in each half shows whether one side met the slower level more often); last, by the
+row's own modes: each row's runs of both sides pooled and split at the widest step between two
+neighbouring values (a row that runs at one of two speeds splits between them; the step, as a
+ratio, says whether there are two: a few per cent is only the spread), per mode each side's runs,
+median and ratio to the no-shim median of that mode, so that a side meeting the slower mode more
+often is told apart from a side slower within a mode, even where the control misreads the level
+(the row's time itself places each run). Reads only;
 an unreadable folder or line is an error naming it. Standard library only."""
 import argparse
 import json
@@ -85,11 +91,23 @@ def main():
         print("%-16s %-12s %-7s runs %2d  median %.4g  median over control %s" % (
             workload, key, side, len(values), median(values), "%.4g" % median(pers) if pers else "-"))
     print_matched_levels(per_side)
+    print_modes(per_side)
+
+
+def print_split(workload, key, label, sides):
+    """One line: each side's runs, median and ratio to the no-shim median (above 1: the side faster)."""
+    base = median(sides.get("noshim", []))
+    cells = []
+    for side in sorted(sides, key=lambda name: (name != "noshim", name)):
+        values = sides[side]
+        m = median(values)
+        ratio = " (%.2fx)" % (base / m) if side != "noshim" and base and m else ""
+        cells.append("%s %d runs %s%s" % (side, len(values), "%.4g" % m if m is not None else "-", ratio))
+    print("%-16s %-12s %s: %s" % (workload, key, label, ", ".join(cells)))
 
 
 def print_matched_levels(per_side):
-    """Each row's runs split at the median control of both sides' runs pooled; per half, each side's
-    runs, median and ratio to the no-shim side's median in that half (above 1: the side faster)."""
+    """Each row's runs split at the median control of both sides' runs pooled; per half, print_split."""
     rows = {}
     for (workload, key, side), (_, levels) in per_side.items():
         if levels:
@@ -101,17 +119,37 @@ def print_matched_levels(per_side):
     for (workload, key), sides in sorted(rows.items()):
         cut = median([control for levels in sides.values() for control, _ in levels])
         for half, inside in (("faster", lambda c: c <= cut), ("slower", lambda c: c > cut)):
-            half_values = {side: [v for c, v in levels if inside(c)] for side, levels in sides.items()}
-            base = median(half_values.get("noshim", []))
-            cells = []
-            for side in sorted(half_values, key=lambda name: (name != "noshim", name)):
-                values = half_values[side]
-                m = median(values)
-                ratio = " (%.2fx)" % (base / m) if side != "noshim" and base and m else ""
-                cells.append("%s %d runs %s%s" % (side, len(values), "%.4g" % m if m is not None else "-", ratio))
-            print("%-16s %-12s %s (control %s %.1f us): %s" % (
-                workload, key, half, "<=" if half == "faster" else ">", cut, ", ".join(cells)))
+            print_split(workload, key, "%s (control %s %.1f us)" % (half, "<=" if half == "faster" else ">", cut),
+                        {side: [v for c, v in levels if inside(c)] for side, levels in sides.items()})
 
+
+def widest_step(values):
+    """(cut, step): the cut halfway between the two neighbouring sorted values with the widest ratio
+    between them, leaving at least two values each side, and that ratio; None under four values."""
+    v = sorted(x for x in values if x > 0)
+    if len(v) < 4:
+        return None
+    i = max(range(1, len(v) - 2), key=lambda j: v[j + 1] / v[j])
+    return (v[i] + v[i + 1]) / 2, v[i + 1] / v[i]
+
+
+def print_modes(per_side):
+    """Each row's runs of both sides pooled and split at their widest step; per mode, print_split."""
+    rows = {}
+    for (workload, key, side), (values, _) in per_side.items():
+        rows.setdefault((workload, key), {})[side] = values
+    steps = {row: widest_step([v for values in sides.values() for v in values]) for row, sides in rows.items()}
+    if not any(steps.values()):
+        return
+    print()
+    print("by the row's own modes: each row's runs split at the widest step between two neighbouring values")
+    for (workload, key), sides in sorted(rows.items()):
+        if not steps[(workload, key)]:
+            continue
+        cut, step = steps[(workload, key)]
+        for mode, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)):
+            print_split(workload, key, "%s mode (%s %.4g, step %.3fx)" % (mode, "<=" if mode == "fast" else ">", cut, step),
+                        {side: [v for v in values if inside(v)] for side, values in sides.items()})
 
 if __name__ == "__main__":
     main()
