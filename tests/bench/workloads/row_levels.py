@@ -151,5 +151,6 @@ def print_modes(per_side):
             print_split(workload, key, "%s mode (%s %.4g, step %.3fx)" % (mode, "<=" if mode == "fast" else ">", cut, step),
                         {side: [v for v in values if inside(v)] for side, values in sides.items()})
 
+
 if __name__ == "__main__":
     main()
