@@ -300,6 +300,19 @@ PY
     [ "$status" -eq 0 ]
     grep -E '^torch_item +item +fast mode \(<= 126, step 1.471x\): noshim 3 runs 101, shim 2 runs 100.5 \(1.00x\)$' <<<"$output"
     grep -E '^torch_item +item +slow mode \(> 126, step 1.471x\): noshim 2 runs 150.5, shim 3 runs 151 \(1.00x\)$' <<<"$output"
+    # two speeds (20 runs near 100, 17 near 120) and three stray runs above them (160-200): a tenth
+    # of the runs (4) must lie each side, so the cut falls between the speeds, not below the strays
+    mkdir -p "$WORK/s"
+    for k in $(seq 0 39); do
+        if [ "$k" -lt 20 ]; then value=$((100 + k % 10)); elif [ "$k" -lt 37 ]; then value=$((120 + k % 5)); else value=$((160 + (k - 37) * 20)); fi
+        printf '{"workload": "torch_item", "side": "%s", "pair": %d, "metrics": [{"key": "item", "value": %s}], "notes": {"rows": {"item": {"control_us": 50}}}}\n' \
+            "$([ $((k % 2)) = 0 ] && echo noshim || echo shim)" "$k" "$value"
+    done >"$WORK/s/runs.jsonl"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/s"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -E '^torch_item +item +fast mode \(<= 114.5, step 1.101x\): noshim 10 runs 104, shim 10 runs 105 \(0.99x\)$' <<<"$output"
+    grep -E '^torch_item +item +slow mode \(> 114.5, step 1.101x\): noshim 10 runs 122, shim 10 runs 122.5 \(1.00x\)$' <<<"$output"
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --key step
     echo "$output"
     [ "$status" -eq 0 ]
