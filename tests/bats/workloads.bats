@@ -289,30 +289,33 @@ PY
     grep -E '^torch_reuse +4KB_pinned +fast mode \(<= 9.5, step 1.111x\): noshim 1 runs 8, shim 1 runs 9 \(0.89x\)$' <<<"$output"
     grep -E '^torch_reuse +4KB_pinned +slow mode \(> 9.5, step 1.111x\): noshim 1 runs 10, shim 1 runs 12 \(0.83x\)$' <<<"$output"
     # a row at one of two speeds: the split falls between them, whatever the controls say
+    modes_are() { # folder, then the torch_item row's fast and slow mode lines after "mode " (regexes)
+        run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$1"
+        echo "$output"
+        [ "$status" -eq 0 ]
+        grep -E "^torch_item +item +fast mode $2\$" <<<"$output"
+        grep -E "^torch_item +item +slow mode $3\$" <<<"$output"
+    }
+    item_row() { # side pair value control
+        printf '{"workload": "torch_item", "side": "%s", "pair": %s, "metrics": [{"key": "item", "value": %s}], "notes": {"rows": {"item": {"control_us": %s}}}}\n' "$@"
+    }
     mkdir -p "$WORK/m"
     for run in noshim=100,50 noshim=102,90 noshim=101,60 noshim=150,55 noshim=151,95 \
                shim=150,52 shim=101,91 shim=152,58 shim=100,93 shim=151,54; do
         side=${run%=*} value=${run#*=}
-        printf '{"workload": "torch_item", "side": "%s", "pair": 1, "metrics": [{"key": "item", "value": %s}], "notes": {"rows": {"item": {"control_us": %s}}}}\n' "$side" "${value%,*}" "${value#*,}"
+        item_row "$side" 1 "${value%,*}" "${value#*,}"
     done >"$WORK/m/runs.jsonl"
-    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/m"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -E '^torch_item +item +fast mode \(<= 126, step 1.471x\): noshim 3 runs 101, shim 2 runs 100.5 \(1.00x\)$' <<<"$output"
-    grep -E '^torch_item +item +slow mode \(> 126, step 1.471x\): noshim 2 runs 150.5, shim 3 runs 151 \(1.00x\)$' <<<"$output"
+    modes_are "$WORK/m" '\(<= 126, step 1.471x\): noshim 3 runs 101, shim 2 runs 100.5 \(1.00x\)' \
+        '\(> 126, step 1.471x\): noshim 2 runs 150.5, shim 3 runs 151 \(1.00x\)'
     # two speeds (20 runs near 100, 17 near 120) and three stray runs above them (160-200): a tenth
     # of the runs (4) must lie each side, so the cut falls between the speeds, not below the strays
     mkdir -p "$WORK/s"
     for k in $(seq 0 39); do
         if [ "$k" -lt 20 ]; then value=$((100 + k % 10)); elif [ "$k" -lt 37 ]; then value=$((120 + k % 5)); else value=$((160 + (k - 37) * 20)); fi
-        printf '{"workload": "torch_item", "side": "%s", "pair": %d, "metrics": [{"key": "item", "value": %s}], "notes": {"rows": {"item": {"control_us": 50}}}}\n' \
-            "$([ $((k % 2)) = 0 ] && echo noshim || echo shim)" "$k" "$value"
+        item_row "$([ $((k % 2)) = 0 ] && echo noshim || echo shim)" "$k" "$value" 50
     done >"$WORK/s/runs.jsonl"
-    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/s"
-    echo "$output"
-    [ "$status" -eq 0 ]
-    grep -E '^torch_item +item +fast mode \(<= 114.5, step 1.101x\): noshim 10 runs 104, shim 10 runs 105 \(0.99x\)$' <<<"$output"
-    grep -E '^torch_item +item +slow mode \(> 114.5, step 1.101x\): noshim 10 runs 122, shim 10 runs 122.5 \(1.00x\)$' <<<"$output"
+    modes_are "$WORK/s" '\(<= 114.5, step 1.101x\): noshim 10 runs 104, shim 10 runs 105 \(0.99x\)' \
+        '\(> 114.5, step 1.101x\): noshim 10 runs 122, shim 10 runs 122.5 \(1.00x\)'
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r" --key step
     echo "$output"
     [ "$status" -eq 0 ]
