@@ -28,6 +28,8 @@ import json
 import os
 import sys
 
+import run  # the suite's bootstrap
+
 
 def median(values):
     v = sorted(values)
@@ -95,13 +97,19 @@ def main():
 
 
 def print_split(workload, key, label, sides):
-    """One line: each side's runs, median and ratio to the no-shim median (above 1: the side faster)."""
-    base = median(sides.get("noshim", []))
+    """One line: each side's runs, median and ratio to the no-shim median (above 1: the side faster),
+    with the ratio's 95 % interval from each side's runs resampled on their own (run.py's bootstrap;
+    three runs a side at least): these runs have no pairs."""
+    base_values = sides.get("noshim", [])
+    base = median(base_values)
     cells = []
     for side in sorted(sides, key=lambda name: (name != "noshim", name)):
         values = sides[side]
         m = median(values)
-        ratio = " (%.2fx)" % (base / m) if side != "noshim" and base and m else ""
+        interval = run.two_sample_interval(base_values, values, lambda b, v: median(b) / median(v)) \
+            if side != "noshim" and base and m and min(values) > 0 else None
+        ratio = " (%.2fx%s)" % (base / m, ", %.2f-%.2fx" % interval if interval else "") \
+            if side != "noshim" and base and m else ""
         cells.append("%s %d runs %s%s" % (side, len(values), "%.4g" % m if m is not None else "-", ratio))
     print("%-16s %-12s %s: %s" % (workload, key, label, ", ".join(cells)))
 

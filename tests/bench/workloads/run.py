@@ -427,7 +427,23 @@ def bootstrap_interval(items, statistic):
     if len(items) < BOOTSTRAP_MIN_PAIRS:
         return None
     rng = random.Random(BOOTSTRAP_SEED)
-    figures = sorted(statistic([rng.choice(items) for _ in items]) for _ in range(BOOTSTRAP_ROUNDS))
+    return central_95(statistic([rng.choice(items) for _ in items]) for _ in range(BOOTSTRAP_ROUNDS))
+
+
+def two_sample_interval(a, b, statistic):
+    """The 95 % interval of statistic(resample of a, resample of b), each sample resampled on its own
+    (for runs that have no pairs: row_levels.py's modes), or None with fewer than BOOTSTRAP_MIN_PAIRS
+    values in either. Seeded like bootstrap_interval."""
+    if min(len(a), len(b)) < BOOTSTRAP_MIN_PAIRS:
+        return None
+    rng = random.Random(BOOTSTRAP_SEED)
+    return central_95(statistic([rng.choice(a) for _ in a], [rng.choice(b) for _ in b])
+                      for _ in range(BOOTSTRAP_ROUNDS))
+
+
+def central_95(figures):
+    """The 2.5th and 97.5th percentiles of BOOTSTRAP_ROUNDS figures."""
+    figures = sorted(figures)
     return figures[int(0.025 * BOOTSTRAP_ROUNDS)], figures[int(0.975 * BOOTSTRAP_ROUNDS) - 1]
 
 
