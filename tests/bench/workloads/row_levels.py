@@ -21,7 +21,8 @@ neighbouring values (a row that runs at one of two speeds splits between them; t
 ratio, says whether there are two: a few per cent is only the spread), per mode each side's runs,
 median and ratio to the no-shim median of that mode, so that a side meeting the slower mode more
 often is told apart from a side slower within a mode, even where the control misreads the level
-(the row's time itself places each run). Reads only;
+(the row's time itself places each run). Every ratio of a split has its 95 % interval, each side's
+runs resampled on their own (they have no pairs). Reads only;
 an unreadable folder or line is an error naming it. Standard library only."""
 import argparse
 import json
@@ -106,10 +107,11 @@ def print_split(workload, key, label, sides):
     for side in sorted(sides, key=lambda name: (name != "noshim", name)):
         values = sides[side]
         m = median(values)
-        interval = run.two_sample_interval(base_values, values, lambda b, v: median(b) / median(v)) \
-            if side != "noshim" and base and m and min(values) > 0 else None
-        ratio = " (%.2fx%s)" % (base / m, ", %.2f-%.2fx" % interval if interval else "") \
-            if side != "noshim" and base and m else ""
+        ratio = ""
+        if side != "noshim" and base and m:
+            interval = run.two_sample_interval(base_values, values, lambda b, v: median(b) / median(v)) \
+                if min(values) > 0 else None
+            ratio = " (%.2fx%s)" % (base / m, ", %.2f-%.2fx" % interval if interval else "")
         cells.append("%s %d runs %s%s" % (side, len(values), "%.4g" % m if m is not None else "-", ratio))
     print("%-16s %-12s %s: %s" % (workload, key, label, ", ".join(cells)))
 

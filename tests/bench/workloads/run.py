@@ -432,7 +432,7 @@ def bootstrap_interval(items, statistic):
 
 def two_sample_interval(a, b, statistic):
     """The 95 % interval of statistic(resample of a, resample of b), each sample resampled on its own
-    (for runs that have no pairs: row_levels.py's modes), or None with fewer than BOOTSTRAP_MIN_PAIRS
+    (for runs that have no pairs: row_levels.py's splits), or None with fewer than BOOTSTRAP_MIN_PAIRS
     values in either. Seeded like bootstrap_interval."""
     if min(len(a), len(b)) < BOOTSTRAP_MIN_PAIRS:
         return None
