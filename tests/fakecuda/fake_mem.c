@@ -132,13 +132,25 @@ void fk_mem_fork_release(void)
 }
 
 /* In the child, a read-write lock whose waiters (parent threads) do not exist here is not safely
- * unlockable: start both locks afresh. */
+ * unlockable: start both locks afresh. Host ranges whose pages did not come across the fork (the
+ * program mapped them MADV_DONTFORK, as the shim does its pool) are forgotten: the child may map
+ * new memory at those addresses, and it is pageable there. No allocation (mincore only). */
 void fk_mem_fork_child(void)
 {
   pthread_mutex_t fresh_mu = PTHREAD_MUTEX_INITIALIZER;
   pthread_rwlock_t fresh_rw = PTHREAD_RWLOCK_INITIALIZER;
   stage_mu = fresh_mu;
   mem_lock = fresh_rw;
+  size_t kept = 0;
+  for (size_t i = 0; i < hr_n; i++) {
+    if (fk_mem_mapped((void *)hr[i].base, hr[i].size)) {
+      hr[kept++] = hr[i];
+      continue;
+    }
+    if (hr[i].alias)
+      sys_munmap(hr[i].alias, hr[i].maplen);
+  }
+  hr_n = kept;
 }
 
 void fk_mem_init(void)

@@ -939,6 +939,47 @@ static void test_threads(void)
   EXPECT(ok, "four threads copying concurrently");
 }
 
+/* A registration whose pages did not come across the fork (MADV_DONTFORK, as the shim maps its pool)
+ * is forgotten in the child, which may map fresh memory there (pageable); one whose pages came
+ * across stays registered. The real driver cannot be used in a forked child at all; this is the
+ * fake's model of the memory a child sees, and the stale table made the child's copies fail. */
+static void test_fork_registrations(void)
+{
+  const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  char *gone = mmap(NULL, 4 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char *kept = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CUdeviceptr d;
+  /* 4 pages not inherited, the first 2 registered: a 4-page copy from there in the child starts
+   * inside the stale registration and runs past its end, which the fake refuses while it remembers */
+  EXPECT(gone != MAP_FAILED && kept != MAP_FAILED && madvise(gone, 4 * ps, MADV_DONTFORK) == 0,
+         "two mappings, one MADV_DONTFORK");
+  OK(D.cuMemAlloc_v2(&d, 4 * ps));
+  OK(D.cuMemHostRegister_v2(gone, 2 * ps, 0));
+  OK(D.cuMemHostRegister_v2(kept, 2 * ps, 0));
+  pid_t pid = fork();
+  if (pid == 0) {
+    int bad = 0;
+    char *fresh = mmap(gone, 4 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (fresh != gone)
+      _exit(100); /* the hole is not free: the test cannot place its mapping */
+    unsigned flags;
+    bad |= D.cuMemcpyHtoD_v2(d, fresh, 4 * ps) != CUDA_SUCCESS;                      /* 1: pageable now */
+    bad |= (D.cuMemHostUnregister(fresh) != CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED) << 1; /* 2: forgotten */
+    bad |= (D.cuMemHostGetFlags(&flags, kept) != CUDA_SUCCESS) << 2;                  /* 4: still known */
+    _exit(bad);
+  }
+  int status = -1;
+  waitpid(pid, &status, 0);
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  EXPECT(code == 0, "forked child: a DONTFORK registration is forgotten, a copied one kept (child code %d:"
+         " 1 copy into a fresh mapping at the old address failed, 2 still registered, 4 kept one lost)", code);
+  OK(D.cuMemHostUnregister(gone));
+  OK(D.cuMemHostUnregister(kept));
+  OK(D.cuMemFree_v2(d));
+  munmap(gone, 4 * ps);
+  munmap(kept, 2 * ps);
+}
+
 static void test_fork(void)
 {
   CUstream s;
@@ -957,6 +998,7 @@ static void test_fork(void)
   EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "forked child runs exit handlers cleanly");
   OK(D.cuStreamSynchronize(s));
   OK(D.cuStreamDestroy_v2(s));
+  test_fork_registrations();
 }
 
 /* ---- modes run in a child process with their own environment ------------------------------------- */

@@ -38,6 +38,7 @@
  * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
 #define _GNU_SOURCE /* SCHED_BATCH */
 #include <dirent.h>
+#include <fcntl.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -285,7 +286,10 @@ static int scenario_fork(void)
     pthread_t t;
     pthread_create(&t, NULL, background, NULL);
     usleep(20000);
-    freopen("/dev/null", "w", stdout); /* the background thread's lines vary in number */
+    /* the background thread's lines vary in number: send fd 1 to /dev/null, keep the original */
+    int saved_stdout = dup(1), devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    close(devnull);
     pid_t child = fork();
     if (child == 0) {
         /* only this thread exists here; copies pass through the shim untouched */
@@ -303,7 +307,8 @@ static int scenario_fork(void)
     waitpid(child, &status, 0);
     stop_background = 1;
     pthread_join(t, NULL);
-    freopen("/dev/stderr", "w", stdout);
+    dup2(saved_stdout, 1); /* not freopen("/dev/stderr"): opening a file for "w" truncates it */
+    close(saved_stdout);
     fprintf(stderr, "fork: child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
