@@ -426,7 +426,15 @@ shim = [r for r in runs if r["side"] == "shim"]
 # the shim saw the loop: 20,000 timed copies and the warm-up, each followed by a stream synchronize
 d2h = sum(t["count"] for r in shim[-1:] for t in r["shim_summary"]["transfers"] if t["dir"] == "d2h")
 assert d2h == 20003, d2h
+# every run records the level its loop met (guard_cost.c's "# level" line), for row_levels.py
+for r in runs:
+    level = r["notes"]["rows"]["iter"]
+    assert level["control_us"] > 0 and level["main_cpu_ms"] > 0 and level["wall_ms"] > 0, level
+    assert level["cpu"].count("-") == 1, level
 PY
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/res"
+    [ "$status" -eq 0 ]
+    grep -Eq '^c_dtoh_sync +iter +faster \(control <= [0-9.]+ us\): noshim [0-9]+ runs' <<<"$output"
 }
 
 # A stand-in interpreter for the in-process table: as inprocess_ab.py --json it prints known

@@ -8,8 +8,16 @@
  *               warn + guard_pages=first (tests/bench/run_guard_cost.sh) and subtract
  * The driver is found at run time (libcuda.so.1: the real one on a GPU machine, the fake one with
  * LD_LIBRARY_PATH=build/fakecuda). Prints one line per size; never asserts a timing.
+ * After each size's timed loop it writes to stderr what the loop met, for run.py's notes.rows and
+ * row_levels.py (the CPU level a process lands at moves its time; HISTORY.md, the twenty-ninth stop):
+ *   # level BYTES control_us=C main_cpu_ms=M shim_threads_ms=S other_threads_ms=O cpu=A-B
+ * C: the median of five runs of a fixed integer loop right after (a slower CPU: a larger C); M, S, O:
+ * the CPU time of the main thread, the shim's threads (named pinshim-*) and the rest during the
+ * loop (/proc/self/task/.../schedstat); A-B: the CPU the main thread was on before and after.
  * Environment: GUARD_COST_ITERS (default 200; a 64 MiB size uses a tenth, at least 10). */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +41,73 @@ static double pair_ns(void *p, size_t len, int iters)
     double m = median(t, iters);
     free(t);
     return m;
+}
+
+/* The control: a dependent integer chain of fixed length, in us (the speed of the CPU it ran on). */
+static double control_us(void)
+{
+    double t[5];
+    for (int k = 0; k < 5; k++) {
+        double t0 = bench_ns(CLOCK_MONOTONIC);
+        uint64_t x = (uint64_t)k;
+        for (int i = 0; i < 1000000; i++)
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+        __asm__ volatile("" : : "r"(x));
+        t[k] = (bench_ns(CLOCK_MONOTONIC) - t0) / 1e3;
+    }
+    return bench_median(t, 5);
+}
+
+/* A reading of this process's threads: id, kind (0 main, 1 the shim's, named pinshim-*, 2 the rest)
+ * and CPU ns so far (/proc/self/task/.../schedstat); at most TASKS_MAX threads. */
+#define TASKS_MAX 512
+struct tasks { int n, tid[TASKS_MAX], kind[TASKS_MAX]; double ns[TASKS_MAX]; };
+
+static void read_tasks(struct tasks *t)
+{
+    t->n = 0;
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *e;
+    while (dir && t->n < TASKS_MAX && (e = readdir(dir))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], name[32] = "";
+        unsigned long long ns = 0;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(name, sizeof name, f))
+                name[0] = 0;
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        if (!(f = fopen(path, "r")))
+            continue;
+        int ok = fscanf(f, "%llu", &ns) == 1;
+        fclose(f);
+        if (!ok)
+            continue;
+        int tid = atoi(e->d_name);
+        t->tid[t->n] = tid;
+        t->kind[t->n] = tid == (int)getpid() ? 0 : strncmp(name, "pinshim-", 8) == 0 ? 1 : 2;
+        t->ns[t->n++] = (double)ns;
+    }
+    if (dir)
+        closedir(dir);
+}
+
+/* CPU ns used between two readings by kind, thread by thread (a thread new in the second counts
+ * from zero; one that ended before it drops out: its share reads short). */
+static void tasks_used(const struct tasks *a, const struct tasks *b, double out[3])
+{
+    out[0] = out[1] = out[2] = 0;
+    for (int i = 0; i < b->n; i++) {
+        double before = 0;
+        for (int j = 0; j < a->n; j++)
+            if (a->tid[j] == b->tid[i])
+                before = a->ns[j];
+        out[b->kind[i]] += b->ns[i] - before;
+    }
 }
 
 int main(int argc, char **argv)
@@ -68,13 +143,23 @@ int main(int argc, char **argv)
             CHECK(d.dtoh_async(host, dev, bytes, s));
             CHECK(d.stream_sync(s));
         }
+        static struct tasks before, after;
+        double used[3];
+        int on0 = sched_getcpu();
+        read_tasks(&before);
         for (int i = 0; i < iters; i++) {
             double t0 = bench_ns(CLOCK_MONOTONIC);
             CHECK(d.dtoh_async(host, dev, bytes, s));
             CHECK(d.stream_sync(s));
             t[i] = bench_ns(CLOCK_MONOTONIC) - t0;
         }
+        read_tasks(&after);
+        int on1 = sched_getcpu();
+        tasks_used(&before, &after, used);
         printf("%12zu %8d %16.0f %16.0f %16.0f\n", bytes, iters, all, first, median(t, iters));
+        fprintf(stderr, "# level %zu control_us=%.1f main_cpu_ms=%.2f shim_threads_ms=%.2f other_threads_ms=%.2f cpu=%d-%d\n",
+                bytes, control_us(), used[0] / 1e6, used[1] / 1e6, used[2] / 1e6,
+                on0, on1);
         free(t);
         CHECK(d.mem_free(dev));
         CHECK(d.free_host(host));

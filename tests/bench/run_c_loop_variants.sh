@@ -3,12 +3,16 @@
 # into pinned memory + cuStreamSynchronize, ITERS times) under several variants, a fresh process
 # each, the variants in turn, ROUNDS rounds; then each variant's median and, round by round, its
 # difference from the first variant: the median and a 95 % interval (resampled rounds), in ns an
-# iteration. Never asserts a timing.
+# iteration; then every variant's runs split at the widest step between neighbouring times of all
+# runs pooled (row_levels.py's rule: a loop that runs at one of two CPU speeds splits between
+# them), per speed each variant's runs, median time and median control (guard_cost.c's level line),
+# and its median's difference from the first variant's at that speed: a variant that lands at the
+# slow speed more often is told apart from one slower at a speed. Never asserts a timing.
 #   tests/bench/run_c_loop_variants.sh NAME=SPEC [NAME=SPEC ...]
 #   SPEC: none (no preload), or LIBRARY[,VAR=value...] (preloaded, with those settings), e.g.
 #   none=none shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off
 # Environment: ROUNDS (default 20), ITERS (default 20000), CPU (bind every run to this CPU),
-# CC, CUDA_HOME. Without a GPU it runs on the fake driver (build/fakecuda: its numbers are the
+# RUNS_FILE (also keep the runs there: "round variant ns control_us cpu" a line), CC, CUDA_HOME. Without a GPU it runs on the fake driver (build/fakecuda: its numbers are the
 # fake's, not a GPU's).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -44,22 +48,28 @@ for round in $(seq "${ROUNDS:-20}"); do
             IFS=, read -r -a extra <<<"${spec#*,}"
             [ "$spec" != "${spec%%,*}" ] && envs+=("${extra[@]}")
         fi
-        ns=$(env "${envs[@]}" PINSHIM_SUMMARY=none GUARD_COST_ITERS="${ITERS:-20000}" "${bind[@]}" "$WORK/loop" 4 2>/dev/null |
+        ns=$(env "${envs[@]}" PINSHIM_SUMMARY=none GUARD_COST_ITERS="${ITERS:-20000}" "${bind[@]}" "$WORK/loop" 4 2>"$WORK/err" |
             awk '$1 == 4 { print $5 }')
-        echo "$round ${names[$i]} ${ns:-failed}" >>"$WORK/runs.txt"
+        level=$(awk '$1 == "#" && $2 == "level" && $3 == 4 { sub("control_us=", "", $4); sub("cpu=", "", $8); print $4, $8 }' "$WORK/err")
+        echo "$round ${names[$i]} ${ns:-failed} ${level:-- -}" >>"$WORK/runs.txt"
     done
 done
-python3 - "$WORK/runs.txt" "${names[@]}" <<'PY'
+[ -n "${RUNS_FILE:-}" ] && cp "$WORK/runs.txt" "$RUNS_FILE"
+PYTHONPATH="$ROOT/tests/bench/workloads" python3 - "$WORK/runs.txt" "${names[@]}" <<'PY'
 import random, statistics, sys
+from row_levels import widest_step
 path, names = sys.argv[1], sys.argv[2:]
 runs = {n: {} for n in names}
+controls = {n: {} for n in names}
 failed = {n: 0 for n in names}
 for line in open(path):
-    rnd, name, ns = line.split()
+    rnd, name, ns, control, cpu = line.split()
     if ns == "failed":
         failed[name] += 1
     else:
         runs[name][rnd] = float(ns)
+        if control != "-":
+            controls[name][rnd] = float(control)
 first = names[0]
 print("%-12s %6s %10s %24s %s" % ("variant", "runs", "median ns", "- %s, median (95%%)" % first, "failed"))
 rng = random.Random(1)
@@ -75,4 +85,22 @@ for n in names:
         boot = sorted(statistics.median(rng.choices(diff, k=len(diff))) for _ in range(2000))
         cell = "%+.0f (%+.0f..%+.0f)" % (statistics.median(diff), boot[50], boot[1949])
     print("%-12s %6d %10.0f %24s %d" % (n, len(vals), statistics.median(vals), cell, failed[n]))
+step = widest_step([v for n in names for v in runs[n].values()])
+if step:
+    cut, ratio = step
+    print()
+    print("by speed: every run split at %.0f ns (the widest step between neighbouring times, %.3fx)" % (cut, ratio))
+    print("%-12s %-5s %6s %10s %12s %14s" % ("variant", "speed", "runs", "median ns", "control_us", "- %s (ns)" % first))
+    for speed, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)):
+        base = [v for v in runs[first].values() if inside(v)]
+        for n in names:
+            at = [r for r, v in runs[n].items() if inside(v)]
+            if not at:
+                print("%-12s %-5s %6d %10s %12s %14s" % (n, speed, 0, "-", "-", "-"))
+                continue
+            m = statistics.median(runs[n][r] for r in at)
+            ctl = [controls[n][r] for r in at if r in controls[n]]
+            print("%-12s %-5s %6d %10.0f %12s %14s" % (n, speed, len(at), m,
+                  "%.1f" % statistics.median(ctl) if ctl else "-",
+                  "%+.0f" % (m - statistics.median(base)) if n != first and base else "-"))
 PY

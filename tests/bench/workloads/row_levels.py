@@ -1,7 +1,7 @@
 """row_levels.py: run by run, each row's time beside the CPU level its process met and what its
 other threads did meanwhile, from the suite's runs.jsonl (run.py --out DIR) for the workloads whose
 scripts record them (notes.rows, wl.note_row_level: torch_reuse.py's rows, torch_train.py's step,
-torch_item.py's and jax_copy.py's rows).
+torch_item.py's and jax_copy.py's rows; run.py from guard_cost.c's "# level" line: the C loop's).
 
     python3 tests/bench/workloads/row_levels.py DIR [DIR ...] [--workload NAME] [--key KEY]
 
@@ -86,7 +86,7 @@ def main():
                     busiest))
     if not per_side:
         sys.exit("row_levels.py: no run%s with notes.rows in %s (the scripts that record them: torch_reuse.py, "
-                 "torch_train.py, torch_item.py, jax_copy.py)"
+                 "torch_train.py, torch_item.py, jax_copy.py, the C loop)"
                  % (" of " + args.workload if args.workload else "", " ".join(args.folders)))
     print()
     for (workload, key, side), (values, levels) in sorted(per_side.items()):

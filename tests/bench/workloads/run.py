@@ -238,16 +238,39 @@ def last_json(text, want):
     return None
 
 
+def c_loop_level(stderr, size, iters, ns):
+    """guard_cost's "# level SIZE key=value..." line for that size as a notes.rows entry (what
+    row_levels.py reads: control_us and the threads' CPU ms, wall_ms the timed loop's), or None."""
+    for line in stderr.splitlines():
+        f = line.split()
+        if f[:3] != ["#", "level", size]:
+            continue
+        try:
+            kv = dict(x.split("=", 1) for x in f[3:])
+            level = {k: float(kv[k]) for k in ("control_us", "main_cpu_ms", "shim_threads_ms", "other_threads_ms")}
+        except (KeyError, ValueError):
+            return None
+        level.update(busiest_others=[], cpu=kv.get("cpu"), wall_ms=round(iters * ns / 1e6, 2))
+        return level
+    return None
+
+
 def parse_c_loop(w, stdout, stderr):
-    """guard_cost's table (bytes iters pair_all pair_first copy_ns) as a workload result."""
+    """guard_cost's table (bytes iters pair_all pair_first copy_ns) as a workload result, with the
+    level its loop met (notes.rows.iter) where it printed one."""
     if "cannot dlopen libcuda.so.1" in stderr:
         return {"workload": w.name, "skipped": "no CUDA driver: libcuda.so.1 cannot be loaded"}
     rows = [l.split() for l in stdout.splitlines() if l.split() and l.split()[0].isdigit()]
     if not rows or len(rows[-1]) < 5:
         return None
-    return {"workload": w.name, "digest": None, "notes": {"iters": int(rows[-1][1])},
+    iters, ns = int(rows[-1][1]), float(rows[-1][4])
+    notes = {"iters": iters}
+    level = c_loop_level(stderr, rows[-1][0], iters, ns)
+    if level:
+        notes["rows"] = {"iter": level}
+    return {"workload": w.name, "digest": None, "notes": notes,
             "metrics": [{"key": "iter", "label": "C: 4-byte cuMemcpyDtoHAsync into pinned + cuStreamSynchronize",
-                         "unit": "ns", "value": float(rows[-1][4]), "expect": "ns", "ref": False}]}
+                         "unit": "ns", "value": ns, "expect": "ns", "ref": False}]}
 
 
 def tail(text, n):
