@@ -12,7 +12,8 @@
 #   SPEC: none (no preload), or LIBRARY[,VAR=value...] (preloaded, with those settings), e.g.
 #   none=none shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off
 # Environment: ROUNDS (default 20), ITERS (default 20000), CPU (bind every run to this CPU),
-# RUNS_FILE (also keep the runs there: "round variant ns control_us cpu" a line), CC, CUDA_HOME. Without a GPU it runs on the fake driver (build/fakecuda: its numbers are the
+# RUNS_FILE (also keep the runs there: "round variant ns control_us cpu" a line), BUDGET_S (start
+# no round after this many seconds), CC, CUDA_HOME. Without a GPU it runs on the fake driver (build/fakecuda: its numbers are the
 # fake's, not a GPU's).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -41,6 +42,10 @@ fi
 bind=()
 [ -n "${CPU:-}" ] && bind=(taskset -c "$CPU")
 for round in $(seq "${ROUNDS:-20}"); do
+    if [ -n "${BUDGET_S:-}" ] && [ "$SECONDS" -ge "$BUDGET_S" ]; then
+        echo "# BUDGET_S=$BUDGET_S: stopped after $((round - 1)) rounds"
+        break
+    fi
     for i in "${!names[@]}"; do
         spec=${specs[$i]} envs=()
         if [ "${spec%%,*}" != none ]; then
