@@ -10,10 +10,11 @@
  * LD_LIBRARY_PATH=build/fakecuda). Prints one line per size; never asserts a timing.
  * After each size's timed loop it writes to stderr what the loop met, for run.py's notes.rows and
  * row_levels.py (the CPU level a process lands at moves its time; HISTORY.md, the twenty-ninth stop):
- *   # level BYTES control_us=C main_cpu_ms=M shim_threads_ms=S other_threads_ms=O cpu=A-B
- * C: the median of five runs of a fixed integer loop right after (a slower CPU: a larger C); M, S, O:
- * the CPU time of the main thread, the shim's threads (named pinshim-*) and the rest during the
- * loop (/proc/self/task/.../schedstat); A-B: the CPU the main thread was on before and after.
+ *   # level BYTES control_us=C wall_ms=W main_cpu_ms=M shim_threads_ms=S other_threads_ms=O cpu=A-B
+ * C: the median of five runs of a fixed integer loop right after (a slower CPU: a larger C); W: the
+ * timed iterations' time added up; M, S, O: the CPU time of the main thread, the shim's threads
+ * (named pinshim-*) and the rest during the loop (/proc/self/task/.../schedstat); A-B: the CPU the
+ * main thread was on before and after.
  * Environment: GUARD_COST_ITERS (default 200; a 64 MiB size uses a tenth, at least 10). */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -156,10 +157,13 @@ int main(int argc, char **argv)
         read_tasks(&after);
         int on1 = sched_getcpu();
         tasks_used(&before, &after, used);
+        double wall = 0;
+        for (int i = 0; i < iters; i++)
+            wall += t[i];
         printf("%12zu %8d %16.0f %16.0f %16.0f\n", bytes, iters, all, first, median(t, iters));
-        fprintf(stderr, "# level %zu control_us=%.1f main_cpu_ms=%.2f shim_threads_ms=%.2f other_threads_ms=%.2f cpu=%d-%d\n",
-                bytes, control_us(), used[0] / 1e6, used[1] / 1e6, used[2] / 1e6,
-                on0, on1);
+        fprintf(stderr, "# level %zu control_us=%.1f wall_ms=%.2f main_cpu_ms=%.2f shim_threads_ms=%.2f "
+                "other_threads_ms=%.2f cpu=%d-%d\n", bytes, control_us(), wall / 1e6, used[0] / 1e6, used[1] / 1e6,
+                used[2] / 1e6, on0, on1);
         free(t);
         CHECK(d.mem_free(dev));
         CHECK(d.free_host(host));

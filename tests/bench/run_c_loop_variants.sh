@@ -55,7 +55,9 @@ for round in $(seq "${ROUNDS:-20}"); do
         fi
         ns=$(env "${envs[@]}" PINSHIM_SUMMARY=none GUARD_COST_ITERS="${ITERS:-20000}" "${bind[@]}" "$WORK/loop" 4 2>"$WORK/err" |
             awk '$1 == 4 { print $5 }')
-        level=$(awk '$1 == "#" && $2 == "level" && $3 == 4 { sub("control_us=", "", $4); sub("cpu=", "", $8); print $4, $8 }' "$WORK/err")
+        level=$(awk '$1 == "#" && $2 == "level" && $3 == 4 {
+            for (i = 4; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+            print v["control_us"], v["cpu"] }' "$WORK/err")
         echo "$round ${names[$i]} ${ns:-failed} ${level:-- -}" >>"$WORK/runs.txt"
     done
 done

@@ -238,19 +238,20 @@ def last_json(text, want):
     return None
 
 
-def c_loop_level(stderr, size, iters, ns):
+def c_loop_level(stderr, size):
     """guard_cost's "# level SIZE key=value..." line for that size as a notes.rows entry (what
-    row_levels.py reads: control_us and the threads' CPU ms, wall_ms the timed loop's), or None."""
+    row_levels.py reads: control_us, wall_ms, the threads' CPU ms; and cpu), or None."""
     for line in stderr.splitlines():
         f = line.split()
         if f[:3] != ["#", "level", size]:
             continue
         try:
             kv = dict(x.split("=", 1) for x in f[3:])
-            level = {k: float(kv[k]) for k in ("control_us", "main_cpu_ms", "shim_threads_ms", "other_threads_ms")}
+            level = {k: float(kv[k]) for k in ("control_us", "wall_ms", "main_cpu_ms", "shim_threads_ms",
+                                               "other_threads_ms")}
         except (KeyError, ValueError):
             return None
-        level.update(busiest_others=[], cpu=kv.get("cpu"), wall_ms=round(iters * ns / 1e6, 2))
+        level.update(busiest_others=[], cpu=kv.get("cpu"))
         return level
     return None
 
@@ -265,7 +266,7 @@ def parse_c_loop(w, stdout, stderr):
         return None
     iters, ns = int(rows[-1][1]), float(rows[-1][4])
     notes = {"iters": iters}
-    level = c_loop_level(stderr, rows[-1][0], iters, ns)
+    level = c_loop_level(stderr, rows[-1][0])
     if level:
         notes["rows"] = {"iter": level}
     return {"workload": w.name, "digest": None, "notes": notes,
