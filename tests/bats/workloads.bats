@@ -327,7 +327,15 @@ PY
     [[ "$output" == *"no run of torch_item with notes.rows in $WORK/r"* ]]
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/none"
     [ "$status" -ne 0 ]
-    [[ "$output" == *"$WORK/none/runs.jsonl: No such file or directory (expected run.py's --out folder, holding runs.jsonl)"* ]]
+    [[ "$output" == *"$WORK/none/runs.jsonl: No such file or directory (expected run.py's --out folder, holding runs.jsonl or runs.jsonl.gz)"* ]]
+    # a kept folder's runs, gzip'd (results/), read the same
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r"
+    plain=$output
+    mkdir -p "$WORK/z/r"
+    gzip -c "$WORK/r/runs.jsonl" >"$WORK/z/r/runs.jsonl.gz"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/z/r"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$plain" ]
     echo '{"workload": ' >>"$WORK/r/runs.jsonl"
     run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/r"
     [ "$status" -ne 0 ]
@@ -512,6 +520,17 @@ runs = [json.loads(l) for l in open(sys.argv[1])]
 assert sorted(set(r["pair"] for r in runs)) == [1, 2, 3, 4], runs
 assert all(r["folder"].endswith("/b") for r in runs if r["pair"] > 2)
 PY
+    # a kept folder (results/) holds its runs gzip'd: it merges the same; a corrupt one is named
+    mkdir "$WORK/bz"
+    cp "$WORK/b/summary.json" "$WORK/bz/"
+    gzip -c "$WORK/b/runs.jsonl" >"$WORK/bz/runs.jsonl.gz"
+    harness --merge "$WORK/a" "$WORK/bz"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    row fake_faster t | grep -F '11.5 (11.0-12.0)  6.50 (6.00-7.00)  1.77x   PASS  7.50 (7.00-8.00)   1.53x   PASS'
+    head -c 100 "$WORK/b/runs.jsonl" | gzip -c | head -c 60 >"$WORK/bz/runs.jsonl.gz"
+    harness --merge "$WORK/a" "$WORK/bz"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: --merge: $WORK/bz/runs.jsonl.gz: not readable (" "$WORK/out.txt"
     # a failed run in one folder is a FAIL of the merged table too
     LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_crash --pairs 2 --inprocess 0 --no-guard --out "$WORK/c1"
     LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_crash --pairs 1 --inprocess 0 --no-guard --out "$WORK/c2"
@@ -582,6 +601,21 @@ assert merge.run_identity(a) == merge.run_identity(dict(a, pair=3))')
     grep -F "run.py: error: --groups runs the suite: not with --merge, --list or --dry-run" "$WORK/out.txt"
 }
 
+@test "workloads: every kept results/ folder reads as a run of its own: its table again, from its gzip'd runs" {
+    n=0
+    for d in "$ROOT"/tests/bench/workloads/results/*/; do
+        n=$((n + 1))
+        run python3 "$RUN_PY" --merge "$d"
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"RESULT: ok: no result differed and no run failed;"* ]]
+        # the same rows as the table kept beside it, figure for figure
+        kept=$(grep -E '^(c_dtoh_sync|torch|jax|cupy)' "$d/table.txt")
+        [ -n "$kept" ]
+        [ "$(grep -E '^(c_dtoh_sync|torch|jax|cupy)' <<<"$output")" = "$kept" ]
+    done
+    [ "$n" -ge 1 ]
+}
+
 @test "workloads harness: --merge refuses folders of other builds, GPUs, sides or settings, unreadable ones, a run twice, and an --out among them" {
     fake_folder a GPU-a
     fake_folder b GPU-b
@@ -590,6 +624,30 @@ assert merge.run_identity(a) == merge.run_identity(dict(a, pair=3))')
     [ "$(cat "$WORK/rc")" = 2 ]
     grep -F "run.py: --merge: $WORK/b: library built from 0000000" "$WORK/out.txt"
     grep -F "where $WORK/a had built from" "$WORK/out.txt"
+    # builds from two commits with the same library sources (a commit of documents or tests between
+    # them) merge, with a note; from commits whose library sources differ, they do not
+    lib="shim policy include Makefile"
+    same=$(git -C "$ROOT" rev-list --max-count=300 HEAD | while read -r c; do
+        git -C "$ROOT" diff --quiet "$c^" "$c" -- $lib 2>/dev/null &&
+            { echo "$(git -C "$ROOT" rev-parse --short "$c^") $(git -C "$ROOT" rev-parse --short "$c")"; break; }
+    done)
+    [ -n "$same" ]
+    read -r p c <<<"$same"
+    changed=$(git -C "$ROOT" log -1 --format=%H -- $lib)
+    before=$(git -C "$ROOT" rev-parse --short "$changed^")
+    cp "$WORK/a/summary.json" "$WORK/b/summary.json"
+    sed -i "s/GPU-a/GPU-b/" "$WORK/b/summary.json"
+    cp -r "$WORK/a" "$WORK/p"
+    sed -i "s/built from [^\"]*\"/built from $p\"/" "$WORK/p/summary.json"
+    sed -i "s/built from [^\"]*\"/built from $c\"/" "$WORK/b/summary.json"
+    harness --merge "$WORK/p" "$WORK/b"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E "^note merge: $WORK/b: library built from $c, [0-9]+ bytes, the same sources as $WORK/p's \(git diff -- shim policy include Makefile empty\)$" "$WORK/out.txt"
+    sed -i "s/built from [^\"]*\"/built from $before\"/" "$WORK/b/summary.json"
+    sed -i "s/built from [^\"]*\"/built from $(git -C "$ROOT" rev-parse --short "$changed")\"/" "$WORK/p/summary.json"
+    harness --merge "$WORK/p" "$WORK/b"
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F "run.py: --merge: $WORK/b: library built from $before" "$WORK/out.txt"
     # another instance of one GPU model merges; another model does not
     cp "$WORK/a/summary.json" "$WORK/b/summary.json"
     sed -i 's/GPU-a/GPU-b/' "$WORK/b/summary.json"

@@ -7,7 +7,9 @@ all their pairs would have had: the runs, their pairs numbered on from folder to
 in-process samples pooled (each process counts once, whichever folder it came from).
 
 Folders are merged only when they measured the same thing: the same library (its build commit and
-size), the same GPU model, the same sides, the same shim settings from the environment, as many
+size; or two commits whose library sources are the same, `git diff A B -- ` LIBRARY_PATHS empty in
+this checkout, so that a stop that changed only documents or tests merges with the one before it:
+a note names each such folder, its commit and size), the same GPU model, the same sides, the same shim settings from the environment, as many
 CPUs (all of the machine's, or as many as every run was bound to, as the header says: folders of
 runs bound to one CPU each, CPU 4 in one and CPU 8 in another, merge, the header naming both) and
 lockstep alike (on or off; a folder of an older run.py: off); the instances may differ (each pair
@@ -17,11 +19,18 @@ and what was expected; so is a run found in two folders (one folder given twice,
 with one it was merged from: its pairs would count twice). A merged folder merges again: its
 summary lists the instances its runs came from.
 Standard library only."""
+import gzip
 import json
 import os
 import re
+import subprocess
+import zlib
 
 import inprocess
+
+REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+# What the library is built from (scripts/build-commit.sh marks a build -dirty against the same).
+LIBRARY_PATHS = ["shim", "policy", "include", "Makefile"]
 
 
 class MergeError(Exception):
@@ -90,6 +99,28 @@ def instances(summary, folder):
     return [machine_instance(machine)]
 
 
+def library_commit(library):
+    """The commit of an identity's library ("built from abc1234, 2000272 bytes"), or None for a build
+    of unknown or dirty sources (those merge only with the very same)."""
+    found = re.match(r"built from ([0-9a-f]{7,40}), ", library)
+    return found.group(1) if found else None
+
+
+def same_library_sources(a, b):
+    """Whether two identities' libraries were built from the same sources: both from known commits of
+    this checkout between which `git diff -- LIBRARY_PATHS` is empty. Any doubt (no git, a commit
+    this checkout lacks) is no."""
+    ca, cb = library_commit(a), library_commit(b)
+    if not ca or not cb:
+        return False
+    try:
+        r = subprocess.run(["git", "-C", REPO, "diff", "--quiet", ca, cb, "--"] + LIBRARY_PATHS,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
 def run_identity(run):
     """What tells a run apart from every other: its start time and the run.py that ran it (run.py
     records both; an older run.py the time only), or, in a folder of an older one still, the whole
@@ -99,13 +130,31 @@ def run_identity(run):
     return json.dumps({k: v for k, v in run.items() if k not in ("pair", "folder")}, sort_keys=True)
 
 
+def runs_path(folder):
+    """A folder's runs: runs.jsonl as run.py writes it, or runs.jsonl.gz as a kept folder holds it
+    (results/); None when it has neither."""
+    for name in ("runs.jsonl", "runs.jsonl.gz"):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def open_runs(path):
+    """The runs file for reading as text, gzip'd or not (runs_path)."""
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", errors="replace")
+    return open(path, errors="replace")
+
+
 def load_folder(folder):
     """(summary, runs) of one --out folder: the summary's header and in-process part as run.py wrote
     them, its instances (instances()) under "instances"."""
-    summary_path, runs_path = os.path.join(folder, "summary.json"), os.path.join(folder, "runs.jsonl")
-    for path in (summary_path, runs_path):
-        if not os.path.isfile(path):
-            raise MergeError("%s: no %s (expected an --out folder of run.py)" % (folder, os.path.basename(path)))
+    summary_path, runs_file = os.path.join(folder, "summary.json"), runs_path(folder)
+    if not os.path.isfile(summary_path):
+        raise MergeError("%s: no summary.json (expected an --out folder of run.py)" % folder)
+    if not runs_file:
+        raise MergeError("%s: no runs.jsonl (expected an --out folder of run.py)" % folder)
     try:
         with open(summary_path) as f:
             summary = json.load(f)
@@ -114,20 +163,24 @@ def load_folder(folder):
     if not isinstance(summary, dict) or not isinstance(summary.get("header"), list):
         raise MergeError("%s: no header list (expected run.py's summary.json)" % summary_path)
     runs = []
-    with open(runs_path, errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                run = json.loads(line)
-            except ValueError as e:
-                raise MergeError("%s line %d: not a JSON run record (%s)" % (runs_path, n, e))
-            if not isinstance(run, dict) or not isinstance(run.get("pair"), int) or "workload" not in run \
-                    or run.get("side") not in ("noshim", "shim", "guard"):
-                raise MergeError("%s line %d: not a run record (expected workload, side and pair)" % (runs_path, n))
-            runs.append(run)
+    try:
+        with open_runs(runs_file) as f:
+            lines = f.readlines()
+    except (OSError, EOFError, zlib.error) as e:  # gzip: a bad header, a cut or corrupt stream
+        raise MergeError("%s: not readable (%s)" % (runs_file, e))
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            run = json.loads(line)
+        except ValueError as e:
+            raise MergeError("%s line %d: not a JSON run record (%s)" % (runs_file, n, e))
+        if not isinstance(run, dict) or not isinstance(run.get("pair"), int) or "workload" not in run \
+                or run.get("side") not in ("noshim", "shim", "guard"):
+            raise MergeError("%s line %d: not a run record (expected workload, side and pair)" % (runs_file, n))
+        runs.append(run)
     if not runs:
-        raise MergeError("%s: no runs" % runs_path)
+        raise MergeError("%s: no runs" % runs_file)
     return dict(summary, instances=instances(summary, folder)), runs
 
 
@@ -149,6 +202,10 @@ def merge(folders):
         if first_id is None:
             first_id, merged["header"] = ident, header
         for what, value in ident.items():
+            if what == "library" and value != first_id[what] and same_library_sources(first_id[what], value):
+                merged["notes"].append("%s: library %s, the same sources as %s's (git diff -- %s empty)"
+                                       % (folder, value, folders[0], " ".join(LIBRARY_PATHS)))
+                continue
             if value != first_id[what]:
                 raise MergeError("%s: %s %s, where %s had %s: merge only runs of one build, GPU model, sides, "
                                  "settings, CPUs and lockstep" % (folder, what, value or "(none)", folders[0],

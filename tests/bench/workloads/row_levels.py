@@ -28,7 +28,9 @@ import argparse
 import json
 import os
 import sys
+import zlib
 
+import merge  # a folder's runs file, plain or gzip'd
 import run  # the suite's bootstrap
 
 
@@ -39,12 +41,13 @@ def median(values):
 
 
 def runs_of(folder):
-    path = os.path.join(folder, "runs.jsonl")
+    path = merge.runs_path(folder) or os.path.join(folder, "runs.jsonl")
     try:
-        with open(path) as f:
+        with merge.open_runs(path) as f:
             lines = f.readlines()
-    except OSError as e:
-        sys.exit("row_levels.py: %s: %s (expected run.py's --out folder, holding runs.jsonl)" % (path, e.strerror))
+    except (OSError, EOFError, zlib.error) as e:
+        sys.exit("row_levels.py: %s: %s (expected run.py's --out folder, holding runs.jsonl or runs.jsonl.gz)"
+                 % (path, getattr(e, "strerror", None) or e))
     for i, line in enumerate(lines, 1):
         try:
             yield json.loads(line)
