@@ -1,23 +1,24 @@
 """merge.py: several runs of the suite as one (run.py --merge DIR...).
 
 A command on the GPU machine may run 10 minutes, about two pairs of the whole suite; five pairs or
-more take several commands, each writing its --out folder. This reads those folders (runs.jsonl:
-every run; summary.json: the header and the in-process samples) and gives run.py what one run of
-all their pairs would have had: the runs, their pairs numbered on from folder to folder, and the
-in-process samples pooled (each process counts once, whichever folder it came from).
+more take several commands, each writing its --out folder. This reads those folders (runs.jsonl, or
+runs.jsonl.gz in a kept one: every run; summary.json: the header and the in-process samples) and
+gives run.py what one run of all their pairs would have had: the runs, their pairs numbered on from
+folder to folder, and the in-process samples pooled (each process counts once, whichever folder it
+came from).
 
 Folders are merged only when they measured the same thing: the same library (its build commit and
-size; or two commits whose library sources are the same, `git diff A B -- ` LIBRARY_PATHS empty in
-this checkout, so that a stop that changed only documents or tests merges with the one before it:
-a note names each such folder, its commit and size), the same GPU model, the same sides, the same shim settings from the environment, as many
-CPUs (all of the machine's, or as many as every run was bound to, as the header says: folders of
-runs bound to one CPU each, CPU 4 in one and CPU 8 in another, merge, the header naming both) and
-lockstep alike (on or off; a folder of an older run.py: off); the instances may differ (each pair
-ran its sides on one machine; groups run side by side on other CPUs of one machine are one
-instance). Anything else, or a folder that cannot be read, is a MergeError naming the folder
-and what was expected; so is a run found in two folders (one folder given twice, or a merged folder
-with one it was merged from: its pairs would count twice). A merged folder merges again: its
-summary lists the instances its runs came from.
+size, or builds of two commits between which this checkout's `git diff A B -- shim policy include
+Makefile`, LIBRARY_PATHS, is empty: a stop that changed only documents or tests merges with the one
+before it, a note naming the folder, its commit and size), the same GPU model, the same sides, the
+same shim settings from the environment, as many CPUs (all of the machine's, or as many as every run
+was bound to, as the header says: folders of runs bound to one CPU each, CPU 4 in one and CPU 8 in
+another, merge, the header naming both) and lockstep alike (on or off; a folder of an older run.py:
+off); the instances may differ (each pair ran its sides on one machine; groups run side by side on
+other CPUs of one machine are one instance). Anything else, or a folder that cannot be read, is a
+MergeError naming the folder and what was expected; so is a run found in two folders (one folder
+given twice, or a merged folder with one it was merged from: its pairs would count twice). A merged
+folder merges again: its summary lists the instances its runs came from.
 Standard library only."""
 import gzip
 import json
@@ -154,7 +155,7 @@ def load_folder(folder):
     if not os.path.isfile(summary_path):
         raise MergeError("%s: no summary.json (expected an --out folder of run.py)" % folder)
     if not runs_file:
-        raise MergeError("%s: no runs.jsonl (expected an --out folder of run.py)" % folder)
+        raise MergeError("%s: no runs.jsonl or runs.jsonl.gz (expected an --out folder of run.py)" % folder)
     try:
         with open(summary_path) as f:
             summary = json.load(f)
