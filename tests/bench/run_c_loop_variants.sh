@@ -13,8 +13,8 @@
 #   none=none shim=build/libpinshim.so off=build/libpinshim.so,PINSHIM_INTERCEPT=off
 # Environment: ROUNDS (default 20), ITERS (default 20000), CPU (bind every run to this CPU),
 # RUNS_FILE (also keep the runs there: "round variant ns control_us cpu" a line), BUDGET_S (start
-# no round after this many seconds), CC, CUDA_HOME. Without a GPU it runs on the fake driver (build/fakecuda: its numbers are the
-# fake's, not a GPU's).
+# no round after this many seconds), CC, CUDA_HOME. Without a GPU it runs on the fake driver
+# (build/fakecuda: its numbers are the fake's, not a GPU's).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [ $# -ge 2 ] || { echo "usage: $0 NAME=SPEC NAME=SPEC... (at least two variants; SPEC: none or LIBRARY[,VAR=value...])" >&2; exit 2; }
@@ -100,6 +100,7 @@ if step:
     print("%-12s %-5s %6s %10s %12s %14s" % ("variant", "speed", "runs", "median ns", "control_us", "- %s (ns)" % first))
     for speed, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)):
         base = [v for v in runs[first].values() if inside(v)]
+        base_median = statistics.median(base) if base else None
         for n in names:
             at = [r for r, v in runs[n].items() if inside(v)]
             if not at:
@@ -109,5 +110,5 @@ if step:
             ctl = [controls[n][r] for r in at if r in controls[n]]
             print("%-12s %-5s %6d %10.0f %12s %14s" % (n, speed, len(at), m,
                   "%.1f" % statistics.median(ctl) if ctl else "-",
-                  "%+.0f" % (m - statistics.median(base)) if n != first and base else "-"))
+                  "%+.0f" % (m - base_median) if n != first and base else "-"))
 PY

@@ -38,8 +38,8 @@
  * Prints hashes (diffable with and without the shim) and exits nonzero on any mismatch. */
 #define _GNU_SOURCE /* SCHED_BATCH */
 #include <dirent.h>
-#include <fcntl.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
