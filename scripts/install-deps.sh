@@ -47,6 +47,7 @@ find_missing() {
     if [ "$mode" = test ]; then
         command -v bats >/dev/null 2>&1 || missing="$missing bats"
         command -v python3 >/dev/null 2>&1 || missing="$missing python3"
+        command -v git >/dev/null 2>&1 || missing="$missing git"
         { command -v readelf && command -v addr2line; } >/dev/null 2>&1 || missing="$missing binutils"
         command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
         command -v g++ >/dev/null 2>&1 || missing="$missing g++"

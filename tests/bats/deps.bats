@@ -21,7 +21,7 @@ for p in "\$@"; do
     case "\$p" in
         libc6-dev) : >"$WORK/include/stdio.h" ;;
         gcc) /bin/ln -sf /bin/true "$WORK/bin/cc" ;;
-        make|bats|python3|chromium|clang|valgrind|g++) /bin/ln -sf /bin/true "$WORK/bin/\$p" ;;
+        make|bats|python3|git|chromium|clang|valgrind|g++) /bin/ln -sf /bin/true "$WORK/bin/\$p" ;;
         binutils) /bin/ln -sf /bin/true "$WORK/bin/readelf"; /bin/ln -sf /bin/true "$WORK/bin/addr2line" ;;
     esac
 done
@@ -48,7 +48,7 @@ deps() {
     [ ! -e "$WORK/apt.log" ]
 }
 
-@test "deps: make test's step also names bats, python3, binutils, valgrind, g++, clang and libomp-dev; only what is missing is named" {
+@test "deps: make test's step also names bats, python3, git, binutils, valgrind, g++, clang and libomp-dev; only what is missing is named" {
     stubs 1000
     : >"$WORK/include/stdio.h"
     ln -s /bin/true "$WORK/bin/cc"
@@ -56,18 +56,18 @@ deps() {
     ln -s /bin/true "$WORK/bin/python3"
     deps user test
     [ "$(cat "$WORK/user.rc")" = 1 ]
-    grep -qx "install-deps: missing Debian packages for 'make test': bats binutils valgrind g++ clang libomp-dev" "$WORK/user.err"
-    grep -qx 'install-deps:   sudo apt-get install -y bats binutils valgrind g++ clang libomp-dev' "$WORK/user.err"
+    grep -qx "install-deps: missing Debian packages for 'make test': bats git binutils valgrind g++ clang libomp-dev" "$WORK/user.err"
+    grep -qx 'install-deps:   sudo apt-get install -y bats git binutils valgrind g++ clang libomp-dev' "$WORK/user.err"
     # clang there but no OpenMP runtime for it: libomp-dev alone (the check compiles with -fopenmp)
     ln -s /bin/false "$WORK/bin/clang"
     deps noomp test
-    grep -qx "install-deps: missing Debian packages for 'make test': bats binutils valgrind g++ libomp-dev" "$WORK/noomp.err"
+    grep -qx "install-deps: missing Debian packages for 'make test': bats git binutils valgrind g++ libomp-dev" "$WORK/noomp.err"
 }
 
 @test "deps: binutils is named when addr2line (pinshim-report's symbolizer) is missing, readelf or not" {
     stubs 1000
     : >"$WORK/include/stdio.h"
-    for tool in cc make python3 bats readelf clang valgrind g++; do ln -s /bin/true "$WORK/bin/$tool"; done
+    for tool in cc make python3 git bats readelf clang valgrind g++; do ln -s /bin/true "$WORK/bin/$tool"; done
     deps user test
     [ "$(cat "$WORK/user.rc")" = 1 ]
     grep -qx "install-deps: missing Debian packages for 'make test': binutils" "$WORK/user.err"
@@ -81,7 +81,7 @@ deps() {
     deps root test
     [ "$(cat "$WORK/root.rc")" = 0 ]
     grep -q 'apt-get install -y -qq chromium$' "$WORK/apt.log"
-    grep -q 'apt-get install -y -qq gcc make libc6-dev bats python3 binutils valgrind g++ clang libomp-dev$' "$WORK/apt.log"
+    grep -q 'apt-get install -y -qq gcc make libc6-dev bats python3 git binutils valgrind g++ clang libomp-dev$' "$WORK/apt.log"
     grep -q '^apt-get update' "$WORK/apt.log"
     [ -f "$WORK/include/stdio.h" ]
     # everything there now: a second run installs nothing
