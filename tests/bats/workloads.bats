@@ -1251,3 +1251,52 @@ PY
     [ "$(cat "$WORK/bad.rc")" -ne 0 ]
     grep -F "BENCH_WL_FORWARD='yes': expected 1" "$WORK/bad.err"
 }
+
+@test "level_probe.py: each variant's share of blocks at the slower CPU level and its pass at each level, from --out records; bad usage, bad variants and corrupt records are named" {
+    P="$ROOT/tests/bench/level_probe.py"
+    # a: 4 blocks at the faster level; b: 2 at the faster, 4 at the slower (the pooled median control
+    # is 80 us, so 150 us is the slower level); b moved from CPU 3 to CPU 5 once
+    python3 - "$WORK/rec.jsonl" <<'PY'
+import json, sys
+def blk(t, cpu, p, c):
+    return {"t": t, "cpu": cpu, "pass_ms": p, "control_us": c, "run_ms": p, "wait_ms": 0.01, "steal_ticks": 0}
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps({"variant": "a", "round": 1, "up_s": 3.5, "threads": 18,
+                        "blocks": [blk(4 + i / 10, 2, 6.0, 80.0) for i in range(4)]}) + "\n")
+    f.write(json.dumps({"variant": "b", "round": 1, "up_s": 3.6, "threads": 33,
+                        "blocks": [blk(4, 3, 6.0, 80.0), blk(4.1, 3, 6.0, 80.0)]
+                                  + [blk(4.2 + i / 10, 5, 10.0, 150.0) for i in range(4)]}) + "\n")
+PY
+    run python3 "$P" --read "$WORK/rec.jsonl"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"slower level: control above 80.0 us (the median of all 10 blocks)"* ]]
+    echo "$output" | grep -E '^a +1 +4 +0% +0.00 +6.000 +6.000 +nan +80.0 '
+    echo "$output" | grep -E '^b +1 +6 +67% +0.67 +10.000 +6.000 +10.000 +150.0 '
+    echo "$output" | grep -F "threads [33]; CUDA up at 3.6 s"
+    echo "$output" | grep -E '^  cpu +5 +4 +100%  a:0 b:4$'
+    echo "$output" | grep -E '^  b +1$'
+    # a record that is not one is named with its file and line; a missing file too
+    { cat "$WORK/rec.jsonl"; echo '{"variant": "c", "blocks": [{"t": 1}]}'; } >"$WORK/bad.jsonl"
+    run python3 "$P" --read "$WORK/bad.jsonl"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"bad.jsonl:3: not a process's record (expected a JSON object with variant, up_s, threads and blocks of t, cpu, pass_ms, control_us, wait_ms, steal_ticks)"* ]]
+    run python3 "$P" --read "$WORK/none.jsonl"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"cannot read $WORK/none.jsonl: No such file or directory"* ]]
+    # bad usage: exit status 2 with the reason
+    run python3 "$P" --rounds 0 a=none
+    [ "$status" -eq 2 ] && [[ "$output" == *"--rounds must be at least 1, not 0"* ]]
+    run python3 "$P" a=none,FOO
+    [ "$status" -eq 2 ] && [[ "$output" == *"variant 'a=none,FOO': 'FOO' is not KEY=VALUE"* ]]
+    run python3 "$P" shim="$WORK/nolib.so"
+    [ "$status" -eq 2 ] && [[ "$output" == *"no library at $WORK/nolib.so (build it with make)"* ]]
+    run python3 "$P" shim
+    [ "$status" -eq 2 ] && [[ "$output" == *"expected NAME=LIBRARY[,KEY=VALUE...]"* ]]
+    if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+        skip "level_probe.py would run here: PyTorch sees a GPU"
+    fi
+    run python3 "$P" --rounds 1 a=none
+    [ "$status" -eq 0 ]
+    [[ "$output" == "level_probe: skipped: PyTorch with a CUDA device is needed"* ]]
+}

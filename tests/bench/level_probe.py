@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""level_probe.py: which CPU level a process meets over its life, with and without the shim. On the
+H200 hosts a process runs at one of two speeds about 1.6x apart, set where it lands and changing
+over seconds (tests/bench/workloads/HISTORY.md), so a fresh-process ratio of a small row mixes the
+shim's cost with how often each side met the slower level. This tells the two apart: fresh
+processes of several variants in rotation, each timing blocks of one 4 KB pageable pass
+(torch_reuse.py's 1000 x 4 KB .to(cuda, non_blocking), then a synchronize) and the workloads'
+pure-Python control loop after it (wl.control_us), for --seconds once CUDA is up.
+
+Per block: seconds since the process started, the CPU it ran on, the pass, the control, the main
+thread's run and run-queue wait (/proc/thread-self/schedstat) and the steal ticks of its CPU
+(/proc/stat). Then per variant: the share of blocks at the slower level (control above the median
+of every block pooled) and each process's, the medians of the pass (all blocks, the faster level's,
+the slower level's) and of the control; per CPU, the blocks and their slow share; per process, how
+often the main thread changed CPU between blocks. Never judges the numbers.
+
+    python3 tests/bench/level_probe.py --rounds 8 --seconds 4 --out F -- \\
+        none=none shim=build/libpinshim.so noprewarm=build/libpinshim.so,PINSHIM_POOL_PREWARM=off
+    python3 tests/bench/level_probe.py --read F [F...]          # the table again, from --out files
+
+A variant is NAME=LIBRARY[,KEY=VALUE...]: LIBRARY the library to preload or "none". Needs PyTorch
+and a GPU; prints a line and exits 0 without them. Standard library (and torch in the children)."""
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
+FIELDS = ("t", "cpu", "pass_ms", "control_us", "wait_ms", "steal_ticks")
+
+
+def child(seconds):
+    """One process: its blocks, as one JSON line on stdout."""
+    getcpu = ctypes.CDLL(None).sched_getcpu  # glibc's: Python's os module has no binding
+    t_start = time.monotonic()
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            age = float(f.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        age = 0.0
+    sys.path.insert(0, WORKLOADS)
+    import wl
+    import torch
+    dev = torch.device("cuda")
+    torch.ones(1, device=dev)
+    torch.cuda.synchronize()
+    small = [torch.arange(1024, dtype=torch.float32) + i for i in range(1000)]
+
+    def one_pass():
+        [x.to(dev, non_blocking=True) for x in small]
+        torch.cuda.synchronize()
+
+    def schedstat():
+        with open("/proc/thread-self/schedstat") as f:
+            run, wait, _ = f.read().split()
+        return int(run), int(wait)
+
+    def steal(cpu):
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("cpu%d " % cpu):
+                    return int(line.split()[8])
+        return 0
+
+    for _ in range(3):
+        one_pass()
+    blocks = []
+    t_up = time.monotonic()
+    while time.monotonic() - t_up < seconds:
+        cpu = getcpu()
+        s0, st0 = schedstat(), steal(cpu)
+        t0 = time.perf_counter_ns()
+        one_pass()
+        t1 = time.perf_counter_ns()
+        control = wl.control_us()
+        s1, st1 = schedstat(), steal(cpu)
+        blocks.append({"t": round(time.monotonic() - t_start + age, 3), "cpu": cpu,
+                       "pass_ms": round((t1 - t0) / 1e6, 3), "control_us": round(control, 1),
+                       "run_ms": round((s1[0] - s0[0]) / 1e6, 3), "wait_ms": round((s1[1] - s0[1]) / 1e6, 3),
+                       "steal_ticks": st1 - st0})
+    print(json.dumps({"up_s": round(t_up - t_start + age, 3), "threads": len(os.listdir("/proc/self/task")),
+                      "blocks": blocks}))
+
+
+def parse_variant(ap, text):
+    name, eq, rest = text.partition("=")
+    parts = rest.split(",")
+    if not eq or not name or not parts[0]:
+        ap.error("variant %r: expected NAME=LIBRARY[,KEY=VALUE...] (LIBRARY a path or none)" % text)
+    env = {}
+    for p in parts[1:]:
+        key, eq, value = p.partition("=")
+        if not eq or not key:
+            ap.error("variant %r: %r is not KEY=VALUE" % (text, p))
+        env[key] = value
+    if parts[0] != "none" and not os.path.isfile(parts[0]):
+        ap.error("variant %r: no library at %s (build it with make)" % (text, parts[0]))
+    return name, parts[0], env
+
+
+def median(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def table(runs):
+    controls = [b["control_us"] for r in runs for b in r["blocks"]]
+    if not controls:
+        print("level_probe: no blocks")
+        return
+    cut = median(controls)
+    names = list(dict.fromkeys(r["variant"] for r in runs))
+    print("slower level: control above %.1f us (the median of all %d blocks)" % (cut, len(controls)))
+    print("%-12s %5s %7s %10s %9s %9s %9s %9s %8s %8s %6s" % (
+        "variant", "procs", "blocks", "slow share", "per proc", "pass ms", "fast pass", "slow pass",
+        "control", "wait ms", "steal"))
+    for name in names:
+        rs = [r for r in runs if r["variant"] == name]
+        bs = [b for r in rs for b in r["blocks"]]
+        slow = [b["pass_ms"] for b in bs if b["control_us"] > cut]
+        fast = [b["pass_ms"] for b in bs if b["control_us"] <= cut]
+        shares = sorted(sum(b["control_us"] > cut for b in r["blocks"]) / max(1, len(r["blocks"])) for r in rs)
+        print("%-12s %5d %7d %9.0f%% %9.2f %9.3f %9.3f %9.3f %8.1f %8.3f %6d" % (
+            name, len(rs), len(bs), 100.0 * len(slow) / max(1, len(bs)), median(shares),
+            median([b["pass_ms"] for b in bs]), median(fast), median(slow),
+            median([b["control_us"] for b in bs]), median([b["wait_ms"] for b in bs]),
+            sum(b["steal_ticks"] for b in bs)))
+        print("%-12s   each process's slow share: %s; threads %s; CUDA up at %s s" % (
+            "", " ".join("%.2f" % s for s in shares), sorted({r["threads"] for r in rs}),
+            " ".join("%.1f" % r["up_s"] for r in rs)))
+    print("by CPU: blocks, slow share, blocks per variant")
+    for cpu in sorted({b["cpu"] for r in runs for b in r["blocks"]}):
+        bs = [b for r in runs for b in r["blocks"] if b["cpu"] == cpu]
+        per = " ".join("%s:%d" % (n, sum(1 for r in runs if r["variant"] == n for b in r["blocks"] if b["cpu"] == cpu))
+                       for n in names)
+        print("  cpu %3d %7d %5.0f%%  %s" % (cpu, len(bs), 100.0 * sum(b["control_us"] > cut for b in bs) / len(bs), per))
+    print("CPU changes between blocks, per process:")
+    for name in names:
+        print("  %-12s %s" % (name, " ".join(str(sum(a["cpu"] != b["cpu"] for a, b in zip(r["blocks"], r["blocks"][1:])))
+                                            for r in runs if r["variant"] == name)))
+
+
+def read_runs(paths):
+    """The processes of --out files; a missing file or a line that is not one is an error naming it."""
+    runs = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                lines = f.readlines()
+        except OSError as e:
+            sys.exit("level_probe: cannot read %s: %s" % (path, e.strerror))
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                ok = isinstance(rec.get("variant"), str) and all(
+                    isinstance(b.get(k), (int, float)) for b in rec["blocks"] for k in FIELDS)
+                rec["up_s"], rec["threads"]
+            except (ValueError, KeyError, TypeError, AttributeError):
+                ok = False
+            if not ok:
+                sys.exit("level_probe: %s:%d: not a process's record (expected a JSON object with variant, "
+                         "up_s, threads and blocks of %s)" % (path, n, ", ".join(FIELDS)))
+            runs.append(rec)
+    return runs
+
+
+def main(argv):
+    if argv[:1] == ["--child"]:
+        child(float(argv[1]))
+        return 0
+    ap = argparse.ArgumentParser(prog="level_probe.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=4, help="rounds of every variant (default 4)")
+    ap.add_argument("--seconds", type=float, default=4.0, help="seconds of blocks per process (default 4)")
+    ap.add_argument("--budget", type=float, default=0, help="start no round that would end past this many seconds")
+    ap.add_argument("--out", help="append each process's record there, one JSON line each")
+    ap.add_argument("--read", nargs="+", metavar="FILE", help="run nothing: the table of earlier --out files")
+    ap.add_argument("variants", nargs="*", metavar="VARIANT")
+    args = ap.parse_args(argv)
+    if args.read:
+        table(read_runs(args.read))
+        return 0
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1, not %d" % args.rounds)
+    if not args.seconds > 0:
+        ap.error("--seconds must be above 0, not %g" % args.seconds)
+    variants = [parse_variant(ap, v) for v in args.variants]
+    if not variants:
+        ap.error("no variant: give NAME=LIBRARY[,KEY=VALUE...], e.g. none=none shim=build/libpinshim.so")
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True)
+    if probe.stdout.strip() != "True":
+        print("level_probe: skipped: PyTorch with a CUDA device is needed (%s)"
+              % (probe.stderr.strip().splitlines() or ["torch.cuda.is_available() is False"])[-1])
+        return 0
+    runs, t0, longest = [], time.monotonic(), 0.0
+    out = open(args.out, "a") if args.out else None
+    for rnd in range(args.rounds):
+        if args.budget and time.monotonic() - t0 + longest > args.budget:
+            print("level_probe: stopped after %d rounds: another would end past --budget %g s" % (rnd, args.budget))
+            break
+        r0 = time.monotonic()
+        for name, lib, extra in variants[rnd % len(variants):] + variants[:rnd % len(variants)]:
+            env = dict(os.environ, **extra)
+            env.pop("LD_PRELOAD", None)
+            if lib != "none":
+                env["LD_PRELOAD"] = os.path.abspath(lib)
+                env.setdefault("PINSHIM_SUMMARY", "none")
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(args.seconds)],
+                               env=env, capture_output=True, text=True, timeout=120 + args.seconds)
+            lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+            if p.returncode or not lines:
+                print("level_probe: %s, round %d: exit status %d, no record: %s"
+                      % (name, rnd + 1, p.returncode, (p.stderr.strip().splitlines() or ["no output"])[-1]))
+                continue
+            rec = dict(json.loads(lines[-1]), variant=name, round=rnd + 1)
+            runs.append(rec)
+            if out:
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+        longest = max(longest, time.monotonic() - r0)
+    table(runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
