@@ -1252,35 +1252,38 @@ PY
     grep -F "BENCH_WL_FORWARD='yes': expected 1" "$WORK/bad.err"
 }
 
-@test "level_probe.py: each variant's share of blocks at the slower CPU level and its pass at each level, from --out records; bad usage, bad variants and corrupt records are named" {
+@test "level_probe.py: each variant's share of blocks at the slower CPU level, its pass at each level and process by process at the faster one, from --out records; bad usage, bad variants and corrupt records are named" {
     P="$ROOT/tests/bench/level_probe.py"
-    # a: 4 blocks at the faster level; b: 2 at the faster, 4 at the slower (the fastest tenth's
-    # control is 80 us, so the slower level starts above 104 us); b moved from CPU 3 to CPU 5 once
+    # a: 3 processes of 60 blocks at the faster level; b: 3 of 60 there and 40 at the slower (the
+    # fastest tenth's control is 80 us, so the slower level starts above 104 us), each moving from
+    # CPU 3 to CPU 5 once
     python3 - "$WORK/rec.jsonl" <<'PY'
 import json, sys
 def blk(t, cpu, p, c):
     return {"t": t, "cpu": cpu, "pass_ms": p, "control_us": c, "run_ms": p, "wait_ms": 0.01, "steal_ticks": 0}
 with open(sys.argv[1], "w") as f:
-    f.write(json.dumps({"variant": "a", "round": 1, "up_s": 3.5, "threads": 18,
-                        "blocks": [blk(4 + i / 10, 2, 6.0, 80.0) for i in range(4)]}) + "\n")
-    f.write(json.dumps({"variant": "b", "round": 1, "up_s": 3.6, "threads": 33,
-                        "blocks": [blk(4, 3, 6.0, 80.0), blk(4.1, 3, 6.0, 80.0)]
-                                  + [blk(4.2 + i / 10, 5, 10.0, 150.0) for i in range(4)]}) + "\n")
+    for r in range(3):
+        f.write(json.dumps({"variant": "a", "round": r + 1, "up_s": 3.5, "threads": 18,
+                            "blocks": [blk(4 + i / 100, 2, 6.0, 80.0) for i in range(60)]}) + "\n")
+        f.write(json.dumps({"variant": "b", "round": r + 1, "up_s": 3.6, "threads": 33,
+                            "blocks": [blk(4 + i / 100, 3, 6.6, 80.0) for i in range(60)]
+                                      + [blk(5 + i / 100, 5, 10.0, 150.0) for i in range(40)]}) + "\n")
 PY
     run python3 "$P" --read "$WORK/rec.jsonl"
     echo "$output"
     [ "$status" -eq 0 ]
-    [[ "$output" == *"slower level: control above 104.0 us (1.3 x 80.0, the median of the fastest tenth of all 10 blocks)"* ]]
-    echo "$output" | grep -E '^a +1 +4 +0% +0/1 +6.000 +6.000 +nan +80.0 '
-    echo "$output" | grep -E '^b +1 +6 +67% +1/1 +10.000 +6.000 +10.000 +150.0 '
-    echo "$output" | grep -F "threads [33]; CUDA up at 3.6 s"
-    echo "$output" | grep -E '^  cpu +5 +4 +100%  a:0 b:4$'
-    echo "$output" | grep -E '^  b +1$'
+    [[ "$output" == *"slower level: control above 104.0 us (1.3 x 80.0, the median of the fastest tenth of all 480 blocks)"* ]]
+    echo "$output" | grep -E '^a +3 +180 +0% +0/3 +6.000 +6.000 +nan +80.0 '
+    echo "$output" | grep -E '^b +3 +300 +40% +0/3 +6.600 +6.600 +10.000 +80.0 '
+    echo "$output" | grep -F "each process's slow share: 0.40 0.40 0.40; threads [33]; CUDA up at 3.6 3.6 3.6 s"
+    echo "$output" | grep -E '^  b +3 processes, median 6.600 ms; a / b 0.909x \(95% interval 0.909-0.909x\)$'
+    echo "$output" | grep -E '^  cpu +5 +120 +100%  a:0 b:120$'
+    echo "$output" | grep -E '^  b +1 1 1$'
     # a record that is not one is named with its file and line; a missing file too
     { cat "$WORK/rec.jsonl"; echo '{"variant": "c", "blocks": [{"t": 1}]}'; } >"$WORK/bad.jsonl"
     run python3 "$P" --read "$WORK/bad.jsonl"
     [ "$status" -eq 1 ]
-    [[ "$output" == *"bad.jsonl:3: not a process's record (expected a JSON object with variant, up_s, threads and blocks of t, cpu, pass_ms, control_us, wait_ms, steal_ticks)"* ]]
+    [[ "$output" == *"bad.jsonl:7: not a process's record (expected a JSON object with variant, up_s, threads and blocks of t, cpu, pass_ms, control_us, wait_ms, steal_ticks)"* ]]
     run python3 "$P" --read "$WORK/none.jsonl"
     [ "$status" -eq 1 ]
     [[ "$output" == *"cannot read $WORK/none.jsonl: No such file or directory"* ]]

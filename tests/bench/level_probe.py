@@ -12,7 +12,9 @@ thread's run and run-queue wait (/proc/thread-self/schedstat) and the steal tick
 (/proc/stat). Then per variant: the share of blocks at the slower level (control above 1.3 times the
 median of the fastest tenth of every block pooled) and each process's, how many processes ran most
 of their blocks there, the medians of the pass (all blocks, the faster level's,
-the slower level's) and of the control; per CPU, the blocks and their slow share; per process, how
+the slower level's) and of the control; the faster level's pass process by process against the
+first variant (each process's median there; its ratio with a 95 % interval, the processes
+resampled); per CPU, the blocks and their slow share; per process, how
 often the main thread changed CPU between blocks. Never judges the numbers.
 
     python3 tests/bench/level_probe.py --rounds 8 --seconds 4 --out F -- \\
@@ -31,6 +33,10 @@ import sys
 import time
 
 WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
+sys.path.insert(0, WORKLOADS)
+import run  # noqa: E402  the suite's seeded bootstrap (run.two_sample_interval)
+
+MIN_FAST_BLOCKS = 50  # a process's faster-level median needs this many blocks there
 SLOWER = 1.3  # the levels stand 1.6-1.9x apart; a level's own blocks spread about 10 %
 FIELDS = ("t", "cpu", "pass_ms", "control_us", "wait_ms", "steal_ticks")
 
@@ -46,7 +52,6 @@ def child(seconds):
             age = float(f.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         age = 0.0
-    sys.path.insert(0, WORKLOADS)
     import wl
     import torch
     dev = torch.device("cuda")
@@ -139,6 +144,23 @@ def table(runs):
         print("%-12s   each process's slow share: %s; threads %s; CUDA up at %s s" % (
             "", " ".join("%.2f" % s for s in shares), sorted({r["threads"] for r in rs}),
             " ".join("%.1f" % r["up_s"] for r in rs)))
+    # Blocks of one process share its state, so the variants are compared process by process: each
+    # process's median pass over its blocks at the faster level, against the first variant's.
+    per = {n: [median([b["pass_ms"] for b in r["blocks"] if b["control_us"] <= cut])
+               for r in runs if r["variant"] == n
+               and sum(b["control_us"] <= cut for b in r["blocks"]) >= MIN_FAST_BLOCKS] for n in names}
+    print("at the faster level, process by process (each process's median pass over its %d or more blocks "
+          "there), against %s:" % (MIN_FAST_BLOCKS, names[0]))
+    for name in names:
+        base, mine = per[names[0]], per[name]
+        if not mine or not base:
+            print("  %-12s no process with %d blocks at the faster level" % (name, MIN_FAST_BLOCKS))
+            continue
+        ratio = median(base) / median(mine)
+        iv = run.two_sample_interval(base, mine, lambda a, b: median(a) / median(b))
+        print("  %-12s %2d processes, median %.3f ms; %s / %s %.3fx%s" % (
+            name, len(mine), median(mine), names[0], name, ratio,
+            " (95%% interval %.3f-%.3fx)" % iv if iv else ""))
     print("by CPU: blocks, slow share, blocks per variant")
     for cpu in sorted({b["cpu"] for r in runs for b in r["blocks"]}):
         bs = [b for r in runs for b in r["blocks"] if b["cpu"] == cpu]
