@@ -20,11 +20,13 @@ often the main thread changed CPU between blocks. Never judges the numbers.
     python3 tests/bench/level_probe.py --rounds 8 --seconds 4 --out F -- \\
         none=none shim=build/libpinshim.so noprewarm=build/libpinshim.so,PINSHIM_POOL_PREWARM=off
     python3 tests/bench/level_probe.py --read F [F...]          # the table again, from --out files
+                                                                # (plain or gzip'd: F.gz)
 
 A variant is NAME=LIBRARY[,KEY=VALUE...]: LIBRARY the library to preload or "none". Needs PyTorch
 and a GPU; prints a line and exits 0 without them. Standard library (and torch in the children)."""
 import argparse
 import ctypes
+import gzip
 import json
 import os
 import statistics
@@ -178,10 +180,10 @@ def read_runs(paths):
     runs = []
     for path in paths:
         try:
-            with open(path) as f:
+            with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
                 lines = f.readlines()
-        except OSError as e:
-            sys.exit("level_probe: cannot read %s: %s" % (path, e.strerror))
+        except (OSError, EOFError) as e:
+            sys.exit("level_probe: cannot read %s: %s" % (path, getattr(e, "strerror", None) or e))
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
