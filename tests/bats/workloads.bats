@@ -1279,6 +1279,9 @@ PY
     echo "$output" | grep -E '^  b +3 processes, median 6.600 ms; a / b 0.909x \(95% interval 0.909-0.909x\)$'
     echo "$output" | grep -E '^  cpu +5 +120 +100%  a:0 b:120$'
     echo "$output" | grep -E '^  b +1 1 1$'
+    # gzip'd (as kept in results/), the same table
+    gzip -c "$WORK/rec.jsonl" >"$WORK/rec.jsonl.gz"
+    [ "$(python3 "$P" --read "$WORK/rec.jsonl.gz")" = "$output" ]
     # a record that is not one is named with its file and line; a missing file too
     { cat "$WORK/rec.jsonl"; echo '{"variant": "c", "blocks": [{"t": 1}]}'; } >"$WORK/bad.jsonl"
     run python3 "$P" --read "$WORK/bad.jsonl"
