@@ -37,6 +37,7 @@ import time
 WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
 sys.path.insert(0, WORKLOADS)
 import run  # noqa: E402  the suite's seeded bootstrap (run.two_sample_interval)
+import wl  # noqa: E402  control_us, torch_gpu_missing
 
 MIN_FAST_BLOCKS = 50  # a process's faster-level median needs this many blocks there
 SLOWER = 1.3  # the levels stand 1.6-1.9x apart; a level's own blocks spread about 10 %
@@ -54,7 +55,6 @@ def child(seconds):
             age = float(f.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         age = 0.0
-    import wl
     import torch
     dev = torch.device("cuda")
     torch.ones(1, device=dev)
@@ -223,11 +223,9 @@ def main(argv):
     variants = [parse_variant(ap, v) for v in args.variants]
     if not variants:
         ap.error("no variant: give NAME=LIBRARY[,KEY=VALUE...], e.g. none=none shim=build/libpinshim.so")
-    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                           capture_output=True, text=True)
-    if probe.stdout.strip() != "True":
-        print("level_probe: skipped: PyTorch with a CUDA device is needed (%s)"
-              % (probe.stderr.strip().splitlines() or ["torch.cuda.is_available() is False"])[-1])
+    missing = wl.torch_gpu_missing()
+    if missing:
+        print("level_probe: skipped: PyTorch with a CUDA device is needed (%s)" % missing)
         return 0
     runs, t0, longest = [], time.monotonic(), 0.0
     out = open(args.out, "a") if args.out else None

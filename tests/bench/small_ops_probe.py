@@ -20,6 +20,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads"))
+import wl  # noqa: E402  torch_gpu_missing
+
 SETTINGS = [
     ("plain", None),
     ("default", {}),
@@ -87,11 +90,9 @@ def main():
         if n not in names:
             ap.error("unknown setting %r (known: %s)" % (n, ", ".join(names)))
     settings = [(n, e) for n, e in SETTINGS if not only or n in only]
-    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
-                           capture_output=True, text=True)
-    if probe.stdout.strip() != "True":
-        print("small_ops_probe: skipped: PyTorch with a CUDA device is needed (%s)"
-              % (probe.stderr.strip().splitlines() or ["torch.cuda.is_available() is False"])[-1])
+    missing = wl.torch_gpu_missing()
+    if missing:
+        print("small_ops_probe: skipped: PyTorch with a CUDA device is needed (%s)" % missing)
         return 0
     shim = os.path.abspath(a.shim)
     if not os.path.exists(shim):

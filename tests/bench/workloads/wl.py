@@ -27,6 +27,7 @@ Standard library only; scripts import their framework themselves, through the he
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -336,6 +337,16 @@ def torch_or_skip(workload):
         skip(workload, "torch %s: torch.cuda.is_available() is False" % torch.__version__)
     torch.cuda.init()
     return torch, torch.device("cuda", 0), torch.cuda.synchronize
+
+
+def torch_gpu_missing():
+    """Why a fresh interpreter cannot run PyTorch on a CUDA device (its last error line), or None when
+    it can: the check of the probes that start processes of their own (tests/bench/*_probe.py)."""
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"],
+                           capture_output=True, text=True)
+    if probe.stdout.strip() == "True":
+        return None
+    return (probe.stderr.strip().splitlines() or ["torch.cuda.is_available() is False"])[-1]
 
 
 def jax_gpu():
