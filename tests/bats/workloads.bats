@@ -1294,11 +1294,11 @@ PY
     run python3 "$P" --rounds 0 a=none
     [ "$status" -eq 2 ] && [[ "$output" == *"--rounds must be at least 1, not 0"* ]]
     run python3 "$P" a=none,FOO
-    [ "$status" -eq 2 ] && [[ "$output" == *"variant 'a=none,FOO': 'FOO' is not KEY=VALUE"* ]]
+    [ "$status" -eq 2 ] && [[ "$output" == *"variant a: setting 'FOO' is not KEY=VALUE"* ]]
     run python3 "$P" shim="$WORK/nolib.so"
-    [ "$status" -eq 2 ] && [[ "$output" == *"no library at $WORK/nolib.so (build it with make)"* ]]
+    [ "$status" -eq 2 ] && [[ "$output" == *"variant shim: no library at $WORK/nolib.so"* ]]
     run python3 "$P" shim
-    [ "$status" -eq 2 ] && [[ "$output" == *"expected NAME=LIBRARY[,KEY=VALUE...]"* ]]
+    [ "$status" -eq 2 ] && [[ "$output" == *"variant 'shim' is not NAME=LIBRARY[,KEY=VALUE...]"* ]]
     if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
         skip "level_probe.py would run here: PyTorch sees a GPU"
     fi

@@ -18,24 +18,27 @@ resampled); per CPU, the blocks and their slow share; per process, how
 often the main thread changed CPU between blocks. Never judges the numbers.
 
     python3 tests/bench/level_probe.py --rounds 8 --seconds 4 --out F -- \\
-        none=none shim=build/libpinshim.so noprewarm=build/libpinshim.so,PINSHIM_POOL_PREWARM=off
+        none=none shim=build/libpinshim.so noprewarm=build/libpinshim.so,PINSHIM_POOL_PREWARM=off empty=empty
     python3 tests/bench/level_probe.py --read F [F...]          # the table again, from --out files
                                                                 # (plain or gzip'd: F.gz)
 
-A variant is NAME=LIBRARY[,KEY=VALUE...]: LIBRARY the library to preload or "none". Needs PyTorch
+A variant is compare_builds.py's NAME=LIBRARY[,KEY=VALUE...]: LIBRARY the library to preload,
+"none", or "empty" (a library with nothing in it, built here with cc). Needs PyTorch
 and a GPU; prints a line and exits 0 without them. Standard library (and torch in the children)."""
 import argparse
 import ctypes
-import gzip
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
+import zlib
 
 WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
 sys.path.insert(0, WORKLOADS)
+import compare_builds  # noqa: E402  its variants: NAME=LIBRARY[,KEY=VALUE...]
+import merge  # noqa: E402  open_runs: a records file, plain or gzip'd
 import run  # noqa: E402  the suite's seeded bootstrap (run.two_sample_interval)
 import wl  # noqa: E402  control_us, torch_gpu_missing
 
@@ -97,22 +100,6 @@ def child(seconds):
                       "blocks": blocks}))
 
 
-def parse_variant(ap, text):
-    name, eq, rest = text.partition("=")
-    parts = rest.split(",")
-    if not eq or not name or not parts[0]:
-        ap.error("variant %r: expected NAME=LIBRARY[,KEY=VALUE...] (LIBRARY a path or none)" % text)
-    env = {}
-    for p in parts[1:]:
-        key, eq, value = p.partition("=")
-        if not eq or not key:
-            ap.error("variant %r: %r is not KEY=VALUE" % (text, p))
-        env[key] = value
-    if parts[0] != "none" and not os.path.isfile(parts[0]):
-        ap.error("variant %r: no library at %s (build it with make)" % (text, parts[0]))
-    return name, parts[0], env
-
-
 def median(v):
     return statistics.median(v) if v else float("nan")
 
@@ -166,9 +153,10 @@ def table(runs):
     print("by CPU: blocks, slow share, blocks per variant")
     for cpu in sorted({b["cpu"] for r in runs for b in r["blocks"]}):
         bs = [b for r in runs for b in r["blocks"] if b["cpu"] == cpu]
-        per = " ".join("%s:%d" % (n, sum(1 for r in runs if r["variant"] == n for b in r["blocks"] if b["cpu"] == cpu))
-                       for n in names)
-        print("  cpu %3d %7d %5.0f%%  %s" % (cpu, len(bs), 100.0 * sum(b["control_us"] > cut for b in bs) / len(bs), per))
+        by_variant = " ".join("%s:%d" % (n, sum(1 for r in runs if r["variant"] == n for b in r["blocks"]
+                                                if b["cpu"] == cpu)) for n in names)
+        print("  cpu %3d %7d %5.0f%%  %s" % (cpu, len(bs), 100.0 * sum(b["control_us"] > cut for b in bs) / len(bs),
+                                             by_variant))
     print("CPU changes between blocks, per process:")
     for name in names:
         print("  %-12s %s" % (name, " ".join(str(sum(a["cpu"] != b["cpu"] for a, b in zip(r["blocks"], r["blocks"][1:])))
@@ -180,18 +168,17 @@ def read_runs(paths):
     runs = []
     for path in paths:
         try:
-            with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+            with merge.open_runs(path) as f:
                 lines = f.readlines()
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:  # gzip: a bad header, a cut or corrupt stream
             sys.exit("level_probe: cannot read %s: %s" % (path, getattr(e, "strerror", None) or e))
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-                ok = isinstance(rec.get("variant"), str) and all(
+                ok = isinstance(rec.get("variant"), str) and "up_s" in rec and "threads" in rec and all(
                     isinstance(b.get(k), (int, float)) for b in rec["blocks"] for k in FIELDS)
-                rec["up_s"], rec["threads"]
             except (ValueError, KeyError, TypeError, AttributeError):
                 ok = False
             if not ok:
@@ -220,7 +207,12 @@ def main(argv):
         ap.error("--rounds must be at least 1, not %d" % args.rounds)
     if not args.seconds > 0:
         ap.error("--seconds must be above 0, not %g" % args.seconds)
-    variants = [parse_variant(ap, v) for v in args.variants]
+    variants, built = [], {}
+    for spec in args.variants:
+        try:
+            variants.append(compare_builds.variant(spec, built))
+        except ValueError as e:
+            ap.error(str(e))
     if not variants:
         ap.error("no variant: give NAME=LIBRARY[,KEY=VALUE...], e.g. none=none shim=build/libpinshim.so")
     missing = wl.torch_gpu_missing()
@@ -234,12 +226,7 @@ def main(argv):
             print("level_probe: stopped after %d rounds: another would end past --budget %g s" % (rnd, args.budget))
             break
         r0 = time.monotonic()
-        for name, lib, extra in variants[rnd % len(variants):] + variants[:rnd % len(variants)]:
-            env = dict(os.environ, **extra)
-            env.pop("LD_PRELOAD", None)
-            if lib != "none":
-                env["LD_PRELOAD"] = os.path.abspath(lib)
-                env.setdefault("PINSHIM_SUMMARY", "none")
+        for name, env in variants[rnd % len(variants):] + variants[:rnd % len(variants)]:
             p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(args.seconds)],
                                env=env, capture_output=True, text=True, timeout=120 + args.seconds)
             lines = [l for l in p.stdout.splitlines() if l.startswith("{")]

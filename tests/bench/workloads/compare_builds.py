@@ -77,11 +77,41 @@ def built_library(name, source=None):
         subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", library, source], check=True, capture_output=True,
                        text=True)
     except OSError as e:
-        usage("variant library %s needs a C compiler (cc) to build it: %s" % (name, e))
+        raise ValueError("variant library %s needs a C compiler (cc) to build it: %s" % (name, e))
     except subprocess.CalledProcessError as e:
         why = (e.stderr.strip().splitlines() or ["exit %d" % e.returncode])[0]
-        usage("variant library %s: cc failed: %s" % (name, why))
+        raise ValueError("variant library %s: cc failed: %s" % (name, why))
     return library
+
+
+def variant(spec, built):
+    """A variant NAME=LIBRARY[,KEY=VALUE...] as (name, environment): this environment with
+    PINSHIM_SUMMARY=none, LD_PRELOAD the library (none: no preload; empty or a C file: built here,
+    once per spec's library, kept in built) and the settings. ValueError names what is wrong (also
+    level_probe.py's variants)."""
+    name, sep, rest = spec.partition("=")
+    if not sep or not name or not rest:
+        raise ValueError("variant %r is not NAME=LIBRARY[,KEY=VALUE...]" % spec)
+    library, *settings = rest.split(",")
+    env = dict(os.environ, PINSHIM_SUMMARY="none")
+    env.pop("LD_PRELOAD", None)
+    if library == "empty" or library.endswith(".c"):
+        source = None if library == "empty" else library
+        if source and not os.path.isfile(source):
+            raise ValueError("variant %s: no C file at %s" % (name, source))
+        if library not in built:
+            built[library] = built_library(os.path.basename(source)[:-2] if source else "empty", source)
+        env["LD_PRELOAD"] = built[library]
+    elif library != "none":
+        if not os.path.isfile(library):
+            raise ValueError("variant %s: no library at %s" % (name, library))
+        env["LD_PRELOAD"] = os.path.abspath(library)
+    for kv in settings:
+        key, sep, value = kv.partition("=")
+        if not sep or not key:
+            raise ValueError("variant %s: setting %r is not KEY=VALUE" % (name, kv))
+        env[key] = value
+    return name, env
 
 
 def group_file(out, cpu):
@@ -130,29 +160,10 @@ def parse(argv):
         usage("give a script and at least one variant")
     variants, built = [], {}
     for spec in specs:
-        name, sep, rest = spec.partition("=")
-        if not sep or not name or not rest:
-            usage("variant %r is not NAME=LIBRARY[,KEY=VALUE...]" % spec)
-        library, *settings = rest.split(",")
-        env = dict(os.environ, PINSHIM_SUMMARY="none")
-        env.pop("LD_PRELOAD", None)
-        if library == "empty" or library.endswith(".c"):
-            source = None if library == "empty" else library
-            if source and not os.path.isfile(source):
-                usage("variant %s: no C file at %s" % (name, source))
-            if library not in built:
-                built[library] = built_library(os.path.basename(source)[:-2] if source else "empty", source)
-            env["LD_PRELOAD"] = built[library]
-        elif library != "none":
-            if not os.path.isfile(library):
-                usage("variant %s: no library at %s" % (name, library))
-            env["LD_PRELOAD"] = os.path.abspath(library)
-        for kv in settings:
-            key, sep, value = kv.partition("=")
-            if not sep or not key:
-                usage("variant %s: setting %r is not KEY=VALUE" % (name, kv))
-            env[key] = value
-        variants.append((name, env))
+        try:
+            variants.append(variant(spec, built))
+        except ValueError as e:
+            usage(str(e))
     return rounds, budget, cpus, lockstep, out, groups_on, script, variants
 
 
