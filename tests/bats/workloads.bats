@@ -616,6 +616,28 @@ assert merge.run_identity(a) == merge.run_identity(dict(a, pair=3))')
     [ "$n" -ge 1 ]
 }
 
+@test "workloads: every kept record file in results/ reads back: a level probe's with --read, compare_builds.py's with --merge --modes" {
+    n=0
+    for f in "$ROOT"/tests/bench/workloads/results/*.jsonl.gz; do
+        n=$((n + 1))
+        case "$f" in
+        *-level-probe-*)
+            run python3 "$ROOT/tests/bench/level_probe.py" --read "$f"
+            [ "$status" -eq 0 ]
+            [[ "$output" == *"at the faster level, process by process"* ]] ;;
+        *-rounds.jsonl.gz)
+            run python3 "$ROOT/tests/bench/workloads/compare_builds.py" --merge --modes "$f"
+            [ "$status" -eq 0 ]
+            [[ "$output" == *"rounds from 1 files ($f); median (min-max) per variant"* ]]
+            [[ "$output" == *"# by each metric's own modes"* ]] ;;
+        *)
+            echo "a kept record that no test reads: $f (expected *-level-probe-* or *-rounds.jsonl.gz)"
+            false ;;
+        esac
+    done
+    [ "$n" -ge 1 ]
+}
+
 @test "workloads harness: --merge takes builds of two commits with the same library sources, with a note, and refuses two whose sources differ" {
     git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1 || skip "needs the repository's git history (a clone, not an export)"
     fake_folder a GPU-a
@@ -965,6 +987,24 @@ PY
     run python3 "$cmp" --merge --first shim "$WORK/a.jsonl" "$WORK/b.jsonl"
     echo "$output"
     echo "$output" | grep -E '^t +3/3, 1\.833x \(1\.625-1\.833\)$'
+    # gzip'd (as kept in results/), the same tables; --modes splits each metric's runs at their
+    # widest step (8 to 11 here): the shim's three runs all in the fast mode, no shim's in the slow
+    gzip -c "$WORK/b.jsonl" >"$WORK/b.jsonl.gz"
+    run python3 "$cmp" --merge "$WORK/a.jsonl" "$WORK/b.jsonl.gz"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^t +11 \(11-13\) +6 \(6-8\)$'
+    echo "$output" | grep -vq "by each metric's own modes"
+    run python3 "$cmp" --merge --modes --first shim "$WORK/a.jsonl" "$WORK/b.jsonl.gz"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -F "# by each metric's own modes: every variant's runs pooled and split at the widest step"
+    echo "$output" | grep -E '^t +fast <= 9\.5 \(step 1\.375x\) +3 runs 6 +0 runs$'
+    echo "$output" | grep -E '^t +slow > 9\.5 \(step 1\.375x\) +0 runs +3 runs 11$'
+    [ "$(echo "$output" | grep -c '^peak_rss_mib')" = 2 ]  # in the first two tables, not split
+    head -c 40 "$WORK/b.jsonl.gz" >"$WORK/cut.jsonl.gz"
+    run python3 "$cmp" --merge "$WORK/cut.jsonl.gz"
+    [ "$status" -eq 2 ]
+    echo "$output" | grep -F -- "--merge: cannot read $WORK/cut.jsonl.gz: "
     # refused, each naming what was wrong: another script, a line that is not --out's, no file,
     # no run, a variant that is not there
     python3 "$cmp" --rounds 1 --out "$WORK/c.jsonl" "$fake" same -- none=none

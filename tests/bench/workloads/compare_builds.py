@@ -13,7 +13,7 @@ exit status 1 when a run printed no result, 2 on bad usage.
 
 usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST | --groups LIST] [--lockstep] [--out FILE]
                          SCRIPT [ARG...] -- VARIANT...
-       compare_builds.py --merge [--first NAME] FILE...
+       compare_builds.py --merge [--first NAME] [--modes] FILE...
   --rounds N  rounds (default 3)
   --budget S  start no new round that would end after S seconds (judged by the longest round so
             far), so a run under a time limit still prints its table; 0 = no limit (default)
@@ -30,7 +30,12 @@ usage: compare_builds.py [--rounds N] [--budget S] [--cpus LIST | --groups LIST]
             metrics or why it has none (for reading the rounds one by one)
   --merge     run nothing: the tables of earlier runs' --out files (of one script) as one run's,
             each file's rounds counted apart (several runs at once on one machine, or one after
-            another); --first NAME sets the variants against NAME rather than the first one run
+            another; a file may be gzip'd, as kept in results/); --first NAME sets the variants
+            against NAME rather than the first one run; --modes adds a third table: each metric's
+            runs split at their widest step into a fast and a slow mode (a host that runs a
+            process at one of two speeds), each variant's runs and median per mode against the
+            first's, so that a variant slower at either speed is told from one that met the slower
+            speed more often
   SCRIPT    a workload script (tests/bench/workloads/*.py) and its arguments
   VARIANT   NAME=LIBRARY[,KEY=VALUE...]: LIBRARY is the libpinshim.so to preload, "none" for no
             shim, "empty" for a library with nothing in it (built here with cc): what preloading
@@ -50,8 +55,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 import groups
+import merge as merge_files  # an --out file, plain or gzip'd (as kept in results/)
+import row_levels  # widest_step: a metric's two speeds
 import run  # the suite's bootstrap interval
 import turns
 
@@ -237,12 +245,15 @@ def print_table(rows):
 
 def main(argv):
     if argv[:1] == ["--merge"]:
-        first = None
-        if argv[1:2] == ["--first"]:
-            if len(argv) < 3:
+        first, by_modes, argv = None, False, argv[1:]
+        while argv[:1] in (["--first"], ["--modes"]):
+            if argv[0] == "--modes":
+                by_modes, argv = True, argv[1:]
+                continue
+            if len(argv) < 2:
                 usage("--first wants a variant's name")
-            first, argv = argv[2], argv[2:]
-        return merge(argv[1:], first)
+            first, argv = argv[1], argv[2:]
+        return merge(argv, first, by_modes)
     rounds, budget, cpus, lockstep, out, groups_on, script, variants = parse(argv)
     if groups_on:
         options = len(argv) - len(script) - 1 - len(variants)  # what comes before SCRIPT
@@ -294,19 +305,20 @@ def run_groups(rest, cpus, out):
     return max([merge(files)] + statuses)
 
 
-def merge(files, first=None):
-    """The tables of earlier runs' --out files as one run's: each file's rounds counted apart, the
-    variants against first (a name) or the first one run. Exits 2 when a file cannot be read, a
-    line is not one of --out's, the files ran other scripts, or no variant is named first."""
+def merge(files, first=None, by_modes=False):
+    """The tables of earlier runs' --out files (plain or gzip'd) as one run's: each file's rounds
+    counted apart, the variants against first (a name) or the first one run; with by_modes, the
+    modes table too. Exits 2 when a file cannot be read, a line is not one of --out's, the files ran
+    other scripts, or no variant is named first."""
     if not files:
         usage("--merge wants the --out files of earlier runs")
     names, values, script, rounds = [], {}, None, set()
     for i, path in enumerate(files):
         try:
-            with open(path) as f:
+            with merge_files.open_runs(path) as f:
                 lines = f.read().splitlines()
-        except OSError as e:
-            usage("--merge: cannot read %s: %s" % (path, e.strerror))
+        except (OSError, EOFError, zlib.error) as e:
+            usage("--merge: cannot read %s: %s" % (path, getattr(e, "strerror", None) or e))
         for n, line in enumerate(lines, 1):
             try:
                 rec = json.loads(line)
@@ -333,8 +345,10 @@ def merge(files, first=None):
             usage("--merge: --first %s: no such variant (the variants: %s)" % (first, ", ".join(names)))
         names.remove(first)
         names.insert(0, first)
-    report("merged: %s, %d rounds from %d files (%s)" % (script, len(rounds), len(files), ", ".join(files)), names,
-           values)
+    keys = report("merged: %s, %d rounds from %d files (%s)" % (script, len(rounds), len(files), ", ".join(files)),
+                  names, values)
+    if by_modes:
+        modes(names, values, keys)
     return 0
 
 
@@ -354,6 +368,7 @@ def report(title, names, values):
         rows.append([key] + cells)
     print_table(rows)
     paired(names, values, keys)
+    return keys
 
 
 def paired(names, values, keys):
@@ -378,6 +393,43 @@ def paired(names, values, keys):
             interval = run.bootstrap_interval(ratios, statistics.median)
             cells.append(cell + (" (%.3f-%.3f)" % interval if interval else ""))
         rows.append([key] + cells)
+    print_table(rows)
+
+
+def modes(names, values, keys):
+    """Each metric's runs of every variant pooled and split at the widest step between two
+    neighbouring values (row_levels.widest_step): where a host runs a process at one of two speeds,
+    a variant that met the slower one more often is told apart from one slower at either speed. Per
+    mode, each variant's runs and median, and against the first its median over the first's, with
+    its 95 % interval from each variant's runs resampled on their own (the modes split the rounds'
+    pairs). The resident memory is not a time and is left out."""
+    print("# by each metric's own modes: every variant's runs pooled and split at the widest step between "
+          "two neighbouring values; per mode, each variant's runs and median, and against %s the median "
+          "ratio (its 95 %% interval, each side's runs resampled on their own)" % names[0])
+    rows = [["metric", "mode"] + names]
+    for key in keys:
+        if key == "peak_rss_mib":
+            continue
+        runs = {name: list(values[name].get(key, {}).values()) for name in names}
+        step = row_levels.widest_step([v for vs in runs.values() for v in vs])
+        if not step:
+            continue
+        cut, ratio = step
+        for mode, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)):
+            split = {name: [v for v in vs if inside(v)] for name, vs in runs.items()}
+            base = split[names[0]]
+            cells = ["%d runs %s" % (len(base), number(statistics.median(base))) if base else "0 runs"]
+            for name in names[1:]:
+                vs = split[name]
+                cell = "%d runs %s" % (len(vs), number(statistics.median(vs))) if vs else "0 runs"
+                if vs and base:
+                    cell += ", %.3fx" % (statistics.median(vs) / statistics.median(base))
+                    interval = run.two_sample_interval(
+                        base, vs, lambda b, v: statistics.median(v) / statistics.median(b))
+                    cell += " (%.3f-%.3f)" % interval if interval else ""
+                cells.append(cell)
+            rows.append([key, "%s %s %s (step %.3fx)" % (mode, "<=" if mode == "fast" else ">", number(cut), ratio)]
+                        + cells)
     print_table(rows)
 
 
