@@ -531,6 +531,14 @@ PY
     harness --merge "$WORK/a" "$WORK/bz"
     [ "$(cat "$WORK/rc")" = 2 ]
     grep -F "run.py: --merge: $WORK/bz/runs.jsonl.gz: not readable (" "$WORK/out.txt"
+    # a row that misses reads folder by folder as well (fake_same: the shim 2 % slower in each);
+    # one folder alone has no such part
+    harness --fake --only fake_same --pairs 1 --inprocess 0 --no-guard --out "$WORK/s1"
+    harness --fake --only fake_same --pairs 2 --inprocess 0 --no-guard --out "$WORK/s2"
+    grep -F "note fake_same: t shim 0.98x misses the bound" "$WORK/out.txt"
+    [ -z "$(grep -F "folder by folder" "$WORK/out.txt")" ]
+    harness --merge "$WORK/s1" "$WORK/s2"
+    grep -E "^note fake_same: t shim 0\.98x misses the bound >=0\.99x, .*; folder by folder, s1 0\.98x \(1 pair\), s2 0\.98x \(2 pairs\)$" "$WORK/out.txt"
     # a failed run in one folder is a FAIL of the merged table too
     LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_crash --pairs 2 --inprocess 0 --no-guard --out "$WORK/c1"
     LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_crash --pairs 1 --inprocess 0 --no-guard --out "$WORK/c2"

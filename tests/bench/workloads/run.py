@@ -508,6 +508,28 @@ def pair_by_pair(expect, base_by_pair, other_by_pair):
             "median": median(list(figs.values()))}
 
 
+def folder_by_folder(expect, base_by_pair, other_by_pair, folder_of):
+    """A merged row's figure from each folder's pairs alone, [(folder's name, pairs, cell)] in the
+    order merged, or None when the pairs came from one folder (or a run that merged nothing). The
+    row's figure pools every folder's runs, and folders of instances that ran at different speeds
+    move the pooled medians by more than the bound (the DataLoader's three kept folders read 0.93x,
+    0.96x and 0.96x and 0.987x pooled, README.md, forty-sixth stop): whether the folders agree is
+    part of the reading."""
+    pairs = sorted(set(base_by_pair) & set(other_by_pair))
+    folders = []
+    for p in pairs:
+        if folder_of.get(p) not in folders:
+            folders.append(folder_of.get(p))
+    if len(folders) < 2 or None in folders:
+        return None
+    out = []
+    for f in folders:
+        own = [p for p in pairs if folder_of[p] == f]
+        cell, _ = check(expect, median([base_by_pair[p] for p in own]), median([other_by_pair[p] for p in own]))
+        out.append((os.path.basename(os.path.normpath(f)), len(own), cell))
+    return out
+
+
 def noise_verdict(expect, verdict, interval):
     """A MISS whose interval still reaches the bound reads WIDE: these pairs cannot tell the side
     from the bound (the runs spread by more than the gap); more pairs narrow it."""
@@ -561,6 +583,7 @@ def aggregate(ctx, workloads):
             for m in r["metrics"]:
                 if m["key"] not in [k["key"] for k in keys]:
                     keys.append(m)
+        folder_of = {r["pair"]: r.get("folder") for r in ok}  # a merge's runs name their folder
         rows = []
         for m in keys:
             row = {"key": m["key"], "label": m.get("label", m["key"]), "unit": m.get("unit", ""),
@@ -583,6 +606,8 @@ def aggregate(ctx, workloads):
                 row[side]["interval"] = interval
                 row[side]["missed"] = missed
                 row[side]["pairs"] = pairs if missed else None
+                row[side]["by_folder"] = folder_by_folder(row["expect"], by_pair["noshim"], by_pair[side],
+                                                          folder_of) if missed else None
                 row[side]["check"] = noise_verdict(row["expect"], "MISS" if missed else verdict, interval)
             rows.append(row)
         races = sum(int(((r.get("shim_summary") or {}).get("guard") or {}).get("races", 0)) for r in rs)
@@ -713,6 +738,9 @@ def miss_note(workload, row, side):
     if pairs and cell.get("missed") != "pairs":
         what += "; pair by pair, %s faster in %d of %d, the pairs' median %s" % (
             SIDE_TITLE[side], pairs["faster"], pairs["n"], fig % pairs["median"])
+    if cell.get("by_folder"):
+        what += "; folder by folder, %s" % ", ".join("%s %s (%d pair%s)" % (name, figure_cell, n, "" if n == 1 else "s")
+                                                     for name, n, figure_cell in cell["by_folder"])
     return what
 
 
