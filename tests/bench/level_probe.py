@@ -240,6 +240,8 @@ def main(argv):
                 out.write(json.dumps(rec) + "\n")
                 out.flush()
         longest = max(longest, time.monotonic() - r0)
+    if out:
+        out.close()
     table(runs)
     return 0
 

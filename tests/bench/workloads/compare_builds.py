@@ -418,11 +418,11 @@ def modes(names, values, keys):
         for mode, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)):
             split = {name: [v for v in vs if inside(v)] for name, vs in runs.items()}
             base = split[names[0]]
-            cells = ["%d runs %s" % (len(base), number(statistics.median(base))) if base else "0 runs"]
-            for name in names[1:]:
+            cells = []
+            for name in names:
                 vs = split[name]
                 cell = "%d runs %s" % (len(vs), number(statistics.median(vs))) if vs else "0 runs"
-                if vs and base:
+                if name != names[0] and vs and base:
                     cell += ", %.3fx" % (statistics.median(vs) / statistics.median(base))
                     interval = run.two_sample_interval(
                         base, vs, lambda b, v: statistics.median(v) / statistics.median(b))

@@ -515,19 +515,14 @@ def folder_by_folder(expect, base_by_pair, other_by_pair, folder_of):
     move the pooled medians by more than the bound (the DataLoader's three kept folders read 0.93x,
     0.96x and 0.96x and 0.987x pooled, README.md, forty-sixth stop): whether the folders agree is
     part of the reading."""
-    pairs = sorted(set(base_by_pair) & set(other_by_pair))
-    folders = []
-    for p in pairs:
-        if folder_of.get(p) not in folders:
-            folders.append(folder_of.get(p))
-    if len(folders) < 2 or None in folders:
+    own = {}  # folder -> its pairs, in the order merged
+    for p in sorted(set(base_by_pair) & set(other_by_pair)):
+        own.setdefault(folder_of.get(p), []).append(p)
+    if len(own) < 2 or None in own:
         return None
-    out = []
-    for f in folders:
-        own = [p for p in pairs if folder_of[p] == f]
-        cell, _ = check(expect, median([base_by_pair[p] for p in own]), median([other_by_pair[p] for p in own]))
-        out.append((os.path.basename(os.path.normpath(f)), len(own), cell))
-    return out
+    return [(os.path.basename(os.path.normpath(f)), len(ps),
+             check(expect, median([base_by_pair[p] for p in ps]), median([other_by_pair[p] for p in ps]))[0])
+            for f, ps in own.items()]
 
 
 def noise_verdict(expect, verdict, interval):
