@@ -59,7 +59,7 @@ import zlib
 
 import groups
 import merge as merge_files  # an --out file, plain or gzip'd (as kept in results/)
-import row_levels  # widest_step: a metric's two speeds
+import row_levels  # split_at_modes, median_ratio: a metric's two speeds
 import run  # the suite's bootstrap interval
 import turns
 
@@ -398,7 +398,7 @@ def paired(names, values, keys):
 
 def modes(names, values, keys):
     """Each metric's runs of every variant pooled and split at the widest step between two
-    neighbouring values (row_levels.widest_step): where a host runs a process at one of two speeds,
+    neighbouring values (row_levels.split_at_modes): where a host runs a process at one of two speeds,
     a variant that met the slower one more often is told apart from one slower at either speed. Per
     mode, each variant's runs and median, and against the first its median over the first's, with
     its 95 % interval from each variant's runs resampled on their own (the modes split the rounds'
@@ -410,25 +410,21 @@ def modes(names, values, keys):
     for key in keys:
         if key == "peak_rss_mib":
             continue
-        runs = {name: list(values[name].get(key, {}).values()) for name in names}
-        step = row_levels.widest_step([v for vs in runs.values() for v in vs])
-        if not step:
+        split = row_levels.split_at_modes({name: list(values[name].get(key, {}).values()) for name in names})
+        if not split:
             continue
-        cut, ratio = step
-        for mode, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)):
-            split = {name: [v for v in vs if inside(v)] for name, vs in runs.items()}
-            base = split[names[0]]
+        cut, step, halves = split
+        for mode, runs in halves:
+            base = runs[names[0]]
             cells = []
             for name in names:
-                vs = split[name]
+                vs = runs[name]
                 cell = "%d runs %s" % (len(vs), number(statistics.median(vs))) if vs else "0 runs"
                 if name != names[0] and vs and base:
-                    cell += ", %.3fx" % (statistics.median(vs) / statistics.median(base))
-                    interval = run.two_sample_interval(
-                        base, vs, lambda b, v: statistics.median(v) / statistics.median(b))
-                    cell += " (%.3f-%.3f)" % interval if interval else ""
+                    ratio, interval = row_levels.median_ratio(base, vs, slower_above_one=True)
+                    cell += ", %.3fx" % ratio + (" (%.3f-%.3f)" % interval if interval else "")
                 cells.append(cell)
-            rows.append([key, "%s %s %s (step %.3fx)" % (mode, "<=" if mode == "fast" else ">", number(cut), ratio)]
+            rows.append([key, "%s %s %s (step %.3fx)" % (mode, "<=" if mode == "fast" else ">", number(cut), step)]
                         + cells)
     print_table(rows)
 

@@ -102,8 +102,7 @@ def main():
 
 def print_split(workload, key, label, sides):
     """One line: each side's runs, median and ratio to the no-shim median (above 1: the side faster),
-    with the ratio's 95 % interval from each side's runs resampled on their own (run.py's bootstrap;
-    three runs a side at least): these runs have no pairs."""
+    with the ratio's 95 % interval (median_ratio): these runs have no pairs."""
     base_values = sides.get("noshim", [])
     base = median(base_values)
     cells = []
@@ -112,11 +111,26 @@ def print_split(workload, key, label, sides):
         m = median(values)
         ratio = ""
         if side != "noshim" and base and m:
-            interval = run.two_sample_interval(base_values, values, lambda b, v: median(b) / median(v)) \
-                if min(values) > 0 else None
-            ratio = " (%.2fx%s)" % (base / m, ", %.2f-%.2fx" % interval if interval else "")
+            figure, interval = median_ratio(base_values, values, slower_above_one=False)
+            ratio = " (%.2fx%s)" % (figure, ", %.2f-%.2fx" % interval if interval else "")
         cells.append("%s %d runs %s%s" % (side, len(values), "%.4g" % m if m is not None else "-", ratio))
     print("%-16s %-12s %s: %s" % (workload, key, label, ", ".join(cells)))
+
+
+def median_ratio(base, values, slower_above_one):
+    """(ratio, interval) of two sets of runs that have no pairs: the median of values over the median
+    of base (slower_above_one: compare_builds.py's direction) or of base over values (above 1: values
+    faster, the suite's), and its 95 % interval from each set resampled on its own
+    (run.two_sample_interval; None with under three runs a set, or a denominator run not above 0)."""
+    if slower_above_one:
+        def statistic(b, v):
+            return median(v) / median(b)
+    else:
+        def statistic(b, v):
+            return median(b) / median(v)
+    denominator = base if slower_above_one else values
+    interval = run.two_sample_interval(base, values, statistic) if min(denominator) > 0 else None
+    return statistic(base, values), interval
 
 
 def print_matched_levels(per_side):
@@ -150,23 +164,35 @@ def widest_step(values):
     return (v[i] + v[i + 1]) / 2, v[i + 1] / v[i]
 
 
+def split_at_modes(sides):
+    """sides: {side: runs}. Every side's runs pooled, their widest step, and each side's runs either
+    side of it: (cut, step, (("fast", {side: runs <= cut}), ("slow", {side: runs > cut}))), or None
+    where widest_step finds no step (compare_builds.py --modes splits its variants so too)."""
+    found = widest_step([v for values in sides.values() for v in values])
+    if not found:
+        return None
+    cut, step = found
+    return cut, step, tuple((mode, {side: [v for v in values if inside(v)] for side, values in sides.items()})
+                            for mode, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)))
+
+
 def print_modes(per_side):
     """Each row's runs of both sides pooled and split at their widest step; per mode, print_split."""
     rows = {}
     for (workload, key, side), (values, _) in per_side.items():
         rows.setdefault((workload, key), {})[side] = values
-    steps = {row: widest_step([v for values in sides.values() for v in values]) for row, sides in rows.items()}
-    if not any(steps.values()):
+    splits = {row: split_at_modes(sides) for row, sides in rows.items()}
+    if not any(splits.values()):
         return
     print()
     print("by the row's own modes: each row's runs split at the widest step between two neighbouring values")
-    for (workload, key), sides in sorted(rows.items()):
-        if not steps[(workload, key)]:
+    for (workload, key), split in sorted(splits.items()):
+        if not split:
             continue
-        cut, step = steps[(workload, key)]
-        for mode, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)):
+        cut, step, halves = split
+        for mode, sides in halves:
             print_split(workload, key, "%s mode (%s %.4g, step %.3fx)" % (mode, "<=" if mode == "fast" else ">", cut, step),
-                        {side: [v for v in values if inside(v)] for side, values in sides.items()})
+                        sides)
 
 
 if __name__ == "__main__":
