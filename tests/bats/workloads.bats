@@ -263,7 +263,7 @@ PY
     [ "$status" -eq 0 ]
 }
 
-@test "row_levels.py: each run's row beside its control and its threads' CPU, then each side's medians, at matched levels and by the row's own modes; a missing folder or a corrupt line is named" {
+@test "row_levels.py: each run's row beside its control and its threads' CPU, then each side's medians, at matched levels and by the row's own modes, and each side's processes at the slower level; a missing folder or a corrupt line is named" {
     mkdir -p "$WORK/r"
     rows() { # side pair value control other
         printf '{"workload": "torch_reuse", "side": "%s", "pair": %s, "metrics": [{"key": "4KB_pinned", "value": %s}, {"key": "4KB", "value": 1}], "notes": {"rows": {"4KB_pinned": {"control_us": %s, "wall_ms": 40, "main_cpu_ms": 39.5, "shim_threads_ms": 0, "other_threads_ms": %s, "busiest_others": [["pt_main_thread", 5.5]]}}}}\n' "$@"
@@ -288,6 +288,11 @@ PY
     # by its own modes: 8 9 | 10 12 (the widest step leaving two a side, 9 to 10)
     grep -E '^torch_reuse +4KB_pinned +fast mode \(<= 9.5, step 1.111x\): noshim 1 runs 8, shim 1 runs 9 \(0.89x\)$' <<<"$output"
     grep -E '^torch_reuse +4KB_pinned +slow mode \(> 9.5, step 1.111x\): noshim 1 runs 10, shim 1 runs 12 \(0.83x\)$' <<<"$output"
+    # processes at the slower level: controls 50, 75, 50, 45 cut at their median (50), the shim's 75 above it;
+    # torch_train's and torch_graph's one process each are no split
+    grep -E '^torch_reuse +r +noshim 0 of 2, shim 1 of 2$' <<<"$output"
+    grep -E "^all +noshim 0 of 2, shim 1 of 2 \(Fisher's exact test, shim against noshim: p 1.00\)$" <<<"$output"
+    [ "$(grep -c ' of [0-9]' <<<"$output")" = 2 ]
     # a row at one of two speeds: the split falls between them, whatever the controls say
     modes_are() { # folder, then the torch_item row's fast and slow mode lines after "mode " (regexes)
         run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$1"
@@ -307,6 +312,23 @@ PY
     done >"$WORK/m/runs.jsonl"
     modes_are "$WORK/m" '\(<= 126, step 1.471x\): noshim 3 runs 101, shim 2 runs 100.5 \(1.00x\)' \
         '\(> 126, step 1.471x\): noshim 2 runs 150.5, shim 3 runs 151 \(1.00x\)'
+    grep -E '^torch_item +m +noshim 3 of 5, shim 2 of 5$' <<<"$output" # controls cut at 59
+    # each folder is cut at its own median: an instance at 50 us and one at 100 us split within
+    # themselves (one cut for both would call every run of the second slower); and a shim whose
+    # processes all met the slower level reads a small p
+    mkdir -p "$WORK/l1" "$WORK/l2" "$WORK/l3"
+    for run in noshim=50 noshim=51 shim=52 shim=53; do item_row "${run%=*}" 1 100 "${run#*=}"; done >"$WORK/l1/runs.jsonl"
+    for run in noshim=103 noshim=102 shim=100 shim=101; do item_row "${run%=*}" 1 100 "${run#*=}"; done >"$WORK/l2/runs.jsonl"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/l1" "$WORK/l2"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -E '^torch_item +l1 +noshim 0 of 2, shim 2 of 2$' <<<"$output"
+    grep -E '^torch_item +l2 +noshim 2 of 2, shim 0 of 2$' <<<"$output"
+    grep -E "^all +noshim 2 of 4, shim 2 of 4 \(Fisher's exact test, shim against noshim: p 1.00\)$" <<<"$output"
+    for k in $(seq 0 7); do item_row noshim "$k" 100 $((50 + k)); item_row shim "$k" 100 $((90 + k)); done >"$WORK/l3/runs.jsonl"
+    run python3 "$ROOT/tests/bench/workloads/row_levels.py" "$WORK/l3"
+    echo "$output"
+    grep -E "^all +noshim 0 of 8, shim 8 of 8 \(Fisher's exact test, shim against noshim: p 0.00\)$" <<<"$output"
     # two speeds (20 runs near 100, 17 near 120) and three stray runs above them (160-200): a tenth
     # of the runs (4) must lie each side, so the cut falls between the speeds, not below the strays
     mkdir -p "$WORK/s"

@@ -22,10 +22,15 @@ ratio, says whether there are two: a few per cent is only the spread), per mode 
 median and ratio to the no-shim median of that mode, so that a side meeting the slower mode more
 often is told apart from a side slower within a mode, even where the control misreads the level
 (the row's time itself places each run). Every ratio of a split has its 95 % interval, each side's
-runs resampled on their own (they have no pairs). Reads only;
+runs resampled on their own (they have no pairs). Then, per workload and folder, how many of each
+side's processes met the slower level (the median of its rows' controls above the median of that
+folder's processes of the workload: instances differ in level, so each folder is cut on its own),
+and all of them together, with Fisher's exact test of the shim's count against no shim's: whether
+the shim sends a process to the slower level, or the sides only drew it by chance. Reads only;
 an unreadable folder or line is an error naming it. Standard library only."""
 import argparse
 import json
+import math
 import os
 import sys
 import zlib
@@ -62,6 +67,7 @@ def main():
     ap.add_argument("--key", help="only this row (a metric key, e.g. 4KB_pinned)")
     args = ap.parse_args()
     per_side = {}
+    processes = {}  # (workload, folder): [(side, the median of the process's rows' controls)]
     print("%-16s %-6s %-7s %-12s %10s %10s %9s %8s %8s %8s  %s" % (
         "workload", "pair", "side", "row", "metric", "control_us", "per_ctl", "main_ms", "shim_ms", "other_ms",
         "busiest others (ms)"))
@@ -71,6 +77,7 @@ def main():
             if args.workload and run.get("workload") != args.workload or not isinstance(rows, dict):
                 continue
             values = {m.get("key"): m.get("value") for m in run.get("metrics") or []}
+            controls = []
             for key, row in rows.items():
                 if args.key and key != args.key or values.get(key) is None:
                     continue
@@ -80,6 +87,7 @@ def main():
                 seen.append(value)
                 if control:
                     levels.append((control, value))
+                    controls.append(control)
                 busiest = ", ".join("%s %.1f" % (name, ms) for name, ms in row.get("busiest_others") or [])
                 pair = "%s/%s" % (os.path.basename(os.path.normpath(folder)), run.get("pair"))
                 print("%-16s %-6s %-7s %-12s %10.4g %10s %9s %8.1f %8.1f %8.1f  %s" % (
@@ -87,6 +95,9 @@ def main():
                     "%.1f" % control if control else "-", "%.4g" % per if per is not None else "-",
                     row.get("main_cpu_ms", 0), row.get("shim_threads_ms", 0), row.get("other_threads_ms", 0),
                     busiest))
+            if controls:
+                processes.setdefault((run.get("workload"), os.path.basename(os.path.normpath(folder))), []).append(
+                    (str(run.get("side")), median(controls)))
     if not per_side:
         sys.exit("row_levels.py: no run%s with notes.rows in %s (the scripts that record them: torch_reuse.py, "
                  "torch_train.py, torch_item.py, jax_copy.py, the C loop)"
@@ -98,6 +109,7 @@ def main():
             workload, key, side, len(values), median(values), "%.4g" % median(pers) if pers else "-"))
     print_matched_levels(per_side)
     print_modes(per_side)
+    print_slower_level(processes)
 
 
 def print_split(workload, key, label, sides):
@@ -193,6 +205,51 @@ def print_modes(per_side):
         for mode, sides in halves:
             print_split(workload, key, "%s mode (%s %.4g, step %.3fx)" % (mode, "<=" if mode == "fast" else ">", cut, step),
                         sides)
+
+
+def print_slower_level(processes):
+    """Per workload and folder, each side's processes above the median control of that folder's
+    processes of the workload, and all pooled, with Fisher's exact test of shim against noshim."""
+    if not any(len(procs) > 1 for procs in processes.values()):
+        return
+    print()
+    print("processes at the slower level: each process's control (the median of its rows') above the median "
+          "of its folder's processes of the workload")
+    total = {}
+    for (workload, folder), procs in sorted(processes.items()):
+        if len(procs) < 2:
+            continue
+        cut = median([control for _, control in procs])
+        counts = {}
+        for side, control in procs:
+            slow, n = counts.get(side, (0, 0))
+            counts[side] = (slow + (control > cut), n + 1)
+            slow, n = total.get(side, (0, 0))
+            total[side] = (slow + (control > cut), n + 1)
+        print("%-16s %-50s %s" % (workload, folder, slower_counts(counts)))
+    line = slower_counts(total)
+    if "noshim" in total and "shim" in total:
+        (a, n1), (c, n2) = total["shim"], total["noshim"]
+        line += " (Fisher's exact test, shim against noshim: p %.2f)" % fisher_exact(a, n1 - a, c, n2 - c)
+    print("%-16s %-50s %s" % ("all", "", line))
+
+
+def slower_counts(counts):
+    return ", ".join("%s %d of %d" % (side, slow, n)
+                     for side, (slow, n) in sorted(counts.items(), key=lambda kv: (kv[0] != "noshim", kv[0])))
+
+
+def fisher_exact(a, b, c, d):
+    """Two-sided p of Fisher's exact test on the table [[a, b], [c, d]]: the probability, with the
+    margins fixed, of a table no likelier than this one."""
+    row, col, n = a + b, a + c, a + b + c + d
+
+    def likelihood(x):
+        return math.comb(row, x) * math.comb(n - row, col - x) / math.comb(n, col)
+
+    seen = likelihood(a)
+    return min(1.0, sum(p for p in map(likelihood, range(max(0, col + row - n), min(row, col) + 1))
+                        if p <= seen * (1 + 1e-9)))
 
 
 if __name__ == "__main__":
