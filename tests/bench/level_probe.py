@@ -33,12 +33,11 @@ import statistics
 import subprocess
 import sys
 import time
-import zlib
 
 WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads")
 sys.path.insert(0, WORKLOADS)
 import compare_builds  # noqa: E402  its variants: NAME=LIBRARY[,KEY=VALUE...]
-import merge  # noqa: E402  open_runs: a records file, plain or gzip'd
+import merge  # noqa: E402  read_lines: a records file, plain or gzip'd
 import run  # noqa: E402  the suite's seeded bootstrap (run.two_sample_interval)
 import wl  # noqa: E402  control_us, torch_gpu_missing
 
@@ -168,10 +167,9 @@ def read_runs(paths):
     runs = []
     for path in paths:
         try:
-            with merge.open_runs(path) as f:
-                lines = f.readlines()
-        except (OSError, EOFError, zlib.error) as e:  # gzip: a bad header, a cut or corrupt stream
-            sys.exit("level_probe: cannot read %s: %s" % (path, getattr(e, "strerror", None) or e))
+            lines = merge.read_lines(path)
+        except merge.UnreadableRuns as e:
+            sys.exit("level_probe: cannot read %s: %s" % (path, e))
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue

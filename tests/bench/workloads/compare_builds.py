@@ -55,10 +55,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 
 import groups
-import merge as merge_files  # an --out file, plain or gzip'd (as kept in results/)
+import merge as merge_files  # read_lines: an --out file, plain or gzip'd (as kept in results/)
 import row_levels  # split_at_modes, median_ratio: a metric's two speeds
 import run  # the suite's bootstrap interval
 import turns
@@ -315,10 +314,9 @@ def merge(files, first=None, by_modes=False):
     names, values, script, rounds = [], {}, None, set()
     for i, path in enumerate(files):
         try:
-            with merge_files.open_runs(path) as f:
-                lines = f.read().splitlines()
-        except (OSError, EOFError, zlib.error) as e:
-            usage("--merge: cannot read %s: %s" % (path, getattr(e, "strerror", None) or e))
+            lines = [line.rstrip("\n") for line in merge_files.read_lines(path)]
+        except merge_files.UnreadableRuns as e:
+            usage("--merge: cannot read %s: %s" % (path, e))
         for n, line in enumerate(lines, 1):
             try:
                 rec = json.loads(line)

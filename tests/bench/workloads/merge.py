@@ -148,6 +148,21 @@ def open_runs(path):
     return open(path, errors="replace")
 
 
+class UnreadableRuns(Exception):
+    """A records file that could not be read: str() the reason (the OS's words where it gave some),
+    __cause__ the error itself."""
+
+
+def read_lines(path):
+    """The lines of a records file, gzip'd or not (open_runs). UnreadableRuns when the file cannot be
+    read or its gzip stream is bad (a bad header, cut short or corrupt)."""
+    try:
+        with open_runs(path) as f:
+            return f.readlines()
+    except (OSError, EOFError, zlib.error) as e:
+        raise UnreadableRuns(getattr(e, "strerror", None) or e) from e
+
+
 def load_folder(folder):
     """(summary, runs) of one --out folder: the summary's header and in-process part as run.py wrote
     them, its instances (instances()) under "instances"."""
@@ -165,10 +180,9 @@ def load_folder(folder):
         raise MergeError("%s: no header list (expected run.py's summary.json)" % summary_path)
     runs = []
     try:
-        with open_runs(runs_file) as f:
-            lines = f.readlines()
-    except (OSError, EOFError, zlib.error) as e:  # gzip: a bad header, a cut or corrupt stream
-        raise MergeError("%s: not readable (%s)" % (runs_file, e))
+        lines = read_lines(runs_file)
+    except UnreadableRuns as e:
+        raise MergeError("%s: not readable (%s)" % (runs_file, e.__cause__))
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -33,7 +33,6 @@ import json
 import math
 import os
 import sys
-import zlib
 
 import merge  # a folder's runs file, plain or gzip'd
 import run  # the suite's bootstrap
@@ -48,11 +47,10 @@ def median(values):
 def runs_of(folder):
     path = merge.runs_path(folder) or os.path.join(folder, "runs.jsonl")
     try:
-        with merge.open_runs(path) as f:
-            lines = f.readlines()
-    except (OSError, EOFError, zlib.error) as e:
+        lines = merge.read_lines(path)
+    except merge.UnreadableRuns as e:
         sys.exit("row_levels.py: %s: %s (expected run.py's --out folder, holding runs.jsonl or runs.jsonl.gz)"
-                 % (path, getattr(e, "strerror", None) or e))
+                 % (path, e))
     for i, line in enumerate(lines, 1):
         try:
             yield json.loads(line)
@@ -72,6 +70,7 @@ def main():
         "workload", "pair", "side", "row", "metric", "control_us", "per_ctl", "main_ms", "shim_ms", "other_ms",
         "busiest others (ms)"))
     for folder in args.folders:
+        folder_name = os.path.basename(os.path.normpath(folder))
         for run in runs_of(folder):
             rows = (run.get("notes") or {}).get("rows")
             if args.workload and run.get("workload") != args.workload or not isinstance(rows, dict):
@@ -89,14 +88,14 @@ def main():
                     levels.append((control, value))
                     controls.append(control)
                 busiest = ", ".join("%s %.1f" % (name, ms) for name, ms in row.get("busiest_others") or [])
-                pair = "%s/%s" % (os.path.basename(os.path.normpath(folder)), run.get("pair"))
+                pair = "%s/%s" % (folder_name, run.get("pair"))
                 print("%-16s %-6s %-7s %-12s %10.4g %10s %9s %8.1f %8.1f %8.1f  %s" % (
                     run.get("workload"), pair, run.get("side"), key, value,
                     "%.1f" % control if control else "-", "%.4g" % per if per is not None else "-",
                     row.get("main_cpu_ms", 0), row.get("shim_threads_ms", 0), row.get("other_threads_ms", 0),
                     busiest))
             if controls:
-                processes.setdefault((run.get("workload"), os.path.basename(os.path.normpath(folder))), []).append(
+                processes.setdefault((run.get("workload"), folder_name), []).append(
                     (str(run.get("side")), median(controls)))
     if not per_side:
         sys.exit("row_levels.py: no run%s with notes.rows in %s (the scripts that record them: torch_reuse.py, "
@@ -134,12 +133,7 @@ def median_ratio(base, values, slower_above_one):
     of base (slower_above_one: compare_builds.py's direction) or of base over values (above 1: values
     faster, the suite's), and its 95 % interval from each set resampled on its own
     (run.two_sample_interval; None with under three runs a set, or a denominator run not above 0)."""
-    if slower_above_one:
-        def statistic(b, v):
-            return median(v) / median(b)
-    else:
-        def statistic(b, v):
-            return median(b) / median(v)
+    statistic = (lambda b, v: median(v) / median(b)) if slower_above_one else (lambda b, v: median(b) / median(v))
     denominator = base if slower_above_one else values
     interval = run.two_sample_interval(base, values, statistic) if min(denominator) > 0 else None
     return statistic(base, values), interval
@@ -215,23 +209,29 @@ def print_slower_level(processes):
     print()
     print("processes at the slower level: each process's control (the median of its rows') above the median "
           "of its folder's processes of the workload")
-    total = {}
+    everyone = []  # (side, at the slower level) of every process of a split
     for (workload, folder), procs in sorted(processes.items()):
         if len(procs) < 2:
             continue
         cut = median([control for _, control in procs])
-        counts = {}
-        for side, control in procs:
-            slow, n = counts.get(side, (0, 0))
-            counts[side] = (slow + (control > cut), n + 1)
-            slow, n = total.get(side, (0, 0))
-            total[side] = (slow + (control > cut), n + 1)
-        print("%-16s %-50s %s" % (workload, folder, slower_counts(counts)))
+        slow = [(side, control > cut) for side, control in procs]
+        everyone += slow
+        print("%-16s %-50s %s" % (workload, folder, slower_counts(tally(slow))))
+    total = tally(everyone)
     line = slower_counts(total)
     if "noshim" in total and "shim" in total:
         (a, n1), (c, n2) = total["shim"], total["noshim"]
         line += " (Fisher's exact test, shim against noshim: p %.2f)" % fisher_exact(a, n1 - a, c, n2 - c)
     print("%-16s %-50s %s" % ("all", "", line))
+
+
+def tally(slow):
+    """{side: (processes at the slower level, processes)} of (side, at the slower level) pairs."""
+    counts = {}
+    for side, is_slow in slow:
+        at, n = counts.get(side, (0, 0))
+        counts[side] = (at + is_slow, n + 1)
+    return counts
 
 
 def slower_counts(counts):
