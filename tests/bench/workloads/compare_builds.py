@@ -412,7 +412,7 @@ def modes(names, values, keys):
         if not split:
             continue
         cut, step, halves = split
-        for mode, runs in halves:
+        for mode, sign, runs in halves:
             base = runs[names[0]]
             cells = []
             for name in names:
@@ -422,8 +422,7 @@ def modes(names, values, keys):
                     ratio, interval = row_levels.median_ratio(base, vs, slower_above_one=True)
                     cell += ", %.3fx" % ratio + (" (%.3f-%.3f)" % interval if interval else "")
                 cells.append(cell)
-            rows.append([key, "%s %s %s (step %.3fx)" % (mode, "<=" if mode == "fast" else ">", number(cut), step)]
-                        + cells)
+            rows.append([key, "%s %s %s (step %.3fx)" % (mode, sign, number(cut), step)] + cells)
     print_table(rows)
 
 

@@ -151,8 +151,8 @@ def print_matched_levels(per_side):
     print("at matched levels: each row's runs split at the median control of both sides' runs")
     for (workload, key), sides in sorted(rows.items()):
         cut = median([control for levels in sides.values() for control, _ in levels])
-        for half, inside in (("faster", lambda c: c <= cut), ("slower", lambda c: c > cut)):
-            print_split(workload, key, "%s (control %s %.1f us)" % (half, "<=" if half == "faster" else ">", cut),
+        for half, sign, inside in (("faster", "<=", lambda c: c <= cut), ("slower", ">", lambda c: c > cut)):
+            print_split(workload, key, "%s (control %s %.1f us)" % (half, sign, cut),
                         {side: [v for c, v in levels if inside(c)] for side, levels in sides.items()})
 
 
@@ -172,14 +172,16 @@ def widest_step(values):
 
 def split_at_modes(sides):
     """sides: {side: runs}. Every side's runs pooled, their widest step, and each side's runs either
-    side of it: (cut, step, (("fast", {side: runs <= cut}), ("slow", {side: runs > cut}))), or None
-    where widest_step finds no step (compare_builds.py --modes splits its variants so too)."""
+    side of it: (cut, step, (("fast", "<=", {side: runs <= cut}), ("slow", ">", {side: runs > cut}))),
+    each mode with the comparison its label prints, or None where widest_step finds no step
+    (compare_builds.py --modes splits its variants so too)."""
     found = widest_step([v for values in sides.values() for v in values])
     if not found:
         return None
     cut, step = found
-    return cut, step, tuple((mode, {side: [v for v in values if inside(v)] for side, values in sides.items()})
-                            for mode, inside in (("fast", lambda v: v <= cut), ("slow", lambda v: v > cut)))
+    return cut, step, tuple((mode, sign, {side: [v for v in values if inside(v)] for side, values in sides.items()})
+                            for mode, sign, inside in (("fast", "<=", lambda v: v <= cut),
+                                                       ("slow", ">", lambda v: v > cut)))
 
 
 def print_modes(per_side):
@@ -196,9 +198,8 @@ def print_modes(per_side):
         if not split:
             continue
         cut, step, halves = split
-        for mode, sides in halves:
-            print_split(workload, key, "%s mode (%s %.4g, step %.3fx)" % (mode, "<=" if mode == "fast" else ">", cut, step),
-                        sides)
+        for mode, sign, sides in halves:
+            print_split(workload, key, "%s mode (%s %.4g, step %.3fx)" % (mode, sign, cut, step), sides)
 
 
 def print_slower_level(processes):
