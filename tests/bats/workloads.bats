@@ -1376,3 +1376,56 @@ PY
     [ "$status" -eq 0 ]
     [[ "$output" == "level_probe: skipped: PyTorch with a CUDA device is needed"* ]]
 }
+
+@test "pass_power.py: how often a shim costing nothing would PASS each row: a row at one speed settles at its own pairs, a row at one of two speeds half the time does not with 16 times as many; ns rows, speed-up rows, few pairs and bad usage" {
+    P="$ROOT/tests/bench/workloads/pass_power.py"
+    mkdir -p "$WORK/p" "$WORK/q"
+    echo '{"header": ["# shim: build/libpinshim.so, built from abc1234 (100 bytes)"]}' >"$WORK/p/summary.json"
+    echo '{"header": ["# shim: build/libpinshim.so, built from def5678 (200 bytes)"]}' >"$WORK/q/summary.json"
+    metric() { printf '{"key": "%s", "expect": "%s", "value": %s}' "$@"; }
+    for k in $(seq 1 40); do
+        # one speed: 100 ms, a few tenths either way; two speeds: 100 or 140 ms, each side at the slow one
+        # in half its pairs, not the same half (no shim in the even pairs, the shim in pairs 2-3 of every 4)
+        jitter=$(( (k * 7) % 5 ))
+        noshim_two=$([ $((k % 2)) = 0 ] && echo 100 || echo 140) shim_two=$([ $(((k / 2) % 2)) = 0 ] && echo 100 || echo 140)
+        for side in noshim shim; do
+            if [ "$side" = noshim ]; then one=100.$jitter two=$noshim_two.$jitter ns=$((7000 + k % 7)); else
+                one=100.$(( (k * 3) % 5 )) two=$shim_two.$(( (k * 3) % 5 )) ns=$((7040 + k % 5)); fi
+            printf '{"workload": "torch_reuse", "side": "%s", "pair": %d, "started": %d.1, "status": "ok", "metrics": [%s, %s, %s%s]}\n' \
+                "$side" "$k" "$((k * 4 + ${#side}))" "$(metric one same "$one")" "$(metric two same "$two")" "$(metric big faster 5)" \
+                "$([ "$k" -le 5 ] && echo ", $(metric few same 10)")"
+            printf '{"workload": "c_dtoh_sync", "side": "%s", "pair": %d, "started": %d.2, "status": "ok", "metrics": [%s]}\n' \
+                "$side" "$k" "$((k * 4 + ${#side}))" "$(metric iter ns "$ns")"
+        done
+    done >"$WORK/p/runs.jsonl"
+    # a failed run is not drawn: pair 40's shim run of torch_reuse
+    sed -i '/"workload": "torch_reuse", "side": "shim", "pair": 40,/s/"status": "ok"/"status": "failed"/' "$WORK/p/runs.jsonl"
+    run python3 "$P" "$WORK/p" --multiples 1,4,16 --resamples 200
+    echo "$output"
+    [ "$status" -eq 0 ]
+    grep -E '^torch_reuse +one +shim +39 +1\.000x +1\.00[0-9]x +0\.0[0-9]+ +[0-9]+ +1\.00 +1\.00 +1\.00 +1\.00, 1\.00; at 39 pairs$' <<<"$output"
+    grep -E '^torch_reuse +two +shim +39 .* not by 624 pairs$' <<<"$output"
+    line=$(grep -E '^torch_reuse +two ' <<<"$output")
+    at16=$(awk '{print $11}' <<<"$line")
+    awk -v p="$at16" 'BEGIN { exit !(p < 0.8) }' # half the time at either speed: far from settling
+    grep -E '^torch_reuse +few +shim +5 .* too few pairs to draw from \(5, at least 10\)$' <<<"$output"
+    ! grep -q ' big ' <<<"$output" # a speed-up row's bound is not "nothing to speed up"
+    # the C loop: a difference in ns (about +40), its spread in ns, no +-1 % figure
+    grep -E '^c_dtoh_sync +iter +shim +40 +\+(39|4[0-9])ns +\+(39|4[0-9])ns +[0-9]+\.[0-9] +- +1\.00 +1\.00 +1\.00 +1\.00, 1\.00; at 40 pairs$' <<<"$output"
+    # seeded: the same folders give the same figures
+    [ "$(python3 "$P" "$WORK/p" --multiples 1,4,16 --resamples 200)" = "$output" ]
+    run python3 "$P" "$WORK/p" --workload c_dtoh_sync --multiples 1
+    [ "$status" -eq 0 ] && ! grep -q torch_reuse <<<"$output"
+    # folders of different builds do not merge; a folder that is not one; bad multiples and resamples
+    cp "$WORK/p/runs.jsonl" "$WORK/q/"
+    run python3 "$P" "$WORK/p" "$WORK/q"
+    [ "$status" -ne 0 ] && [[ "$output" == *"pass_power.py: $WORK/q: library"*"merge only runs of one build"* ]]
+    run python3 "$P" "$WORK/none"
+    [ "$status" -ne 0 ] && [[ "$output" == *"pass_power.py: $WORK/none: not a folder (expected run.py's --out folder)"* ]]
+    run python3 "$P" "$WORK/p" --multiples 4,2
+    [ "$status" -eq 2 ] && [[ "$output" == *"'4,2': expected rising whole numbers from 1 to 64"* ]]
+    run python3 "$P" "$WORK/p" --resamples 5
+    [ "$status" -eq 2 ] && [[ "$output" == *"'5': expected a whole number of resamples from 50 to 100000"* ]]
+    run python3 "$P" "$WORK/p" --key nothing
+    [ "$status" -ne 0 ] && [[ "$output" == *"no row with a bound of >=0.99x or <=+100ns and pairs of both sides in $WORK/p (--workload/--key left none)"* ]]
+}
