@@ -14,8 +14,8 @@ the bound). The share of resamples that PASS, at the row's own number of pairs t
 is the chance that a shim costing nothing PASSes there; beside it, at the largest multiple, each of
 the two figures' share alone, so that a row whose ratio of medians cannot settle is told from one
 whose pairs' median cannot. A row whose runs fall at one of two CPU speeds about half the time each
-has its pooled median in the gap between them, and each side's median lands at either speed as the
-draw goes: its ratio of medians reads about 0.7x or 1.4x as often as 1x, however many pairs
+has its pooled median in the gap between them, and each side's median lands at either edge of it as
+the draw goes: its ratio of medians jumps by the gap about as often as not, however many pairs
 (2026-12-04, H200s: torch_reuse's three 4 KB rows, 44 pairs, PASS 0.41-0.65 of the time from 1x to
 16x). Beside the projection, the spread of the pairs' own figures and the pairs that a mean of normal
 values of that spread would need for +-1 % (a median about 1.6 times as many): a rough floor for any
