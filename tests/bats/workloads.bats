@@ -1392,7 +1392,7 @@ PY
             if [ "$side" = noshim ]; then one=100.$jitter two=$noshim_two.$jitter ns=$((7000 + k % 7)); else
                 one=100.$(( (k * 3) % 5 )) two=$shim_two.$(( (k * 3) % 5 )) ns=$((7040 + k % 5)); fi
             printf '{"workload": "torch_reuse", "side": "%s", "pair": %d, "started": %d.1, "status": "ok", "metrics": [%s, %s, %s%s]}\n' \
-                "$side" "$k" "$((k * 4 + ${#side}))" "$(metric one same "$one")" "$(metric two same "$two")" "$(metric big faster 5)" \
+                "$side" "$k" "$((k * 4 + ${#side}))" "$(metric one same "$one")" "$(metric two same "$two")" "$(metric big faster 5), $(metric zero same 0)" \
                 "$([ "$k" -le 5 ] && echo ", $(metric few same 10)")"
             printf '{"workload": "c_dtoh_sync", "side": "%s", "pair": %d, "started": %d.2, "status": "ok", "metrics": [%s]}\n' \
                 "$side" "$k" "$((k * 4 + ${#side}))" "$(metric iter ns "$ns")"
@@ -1410,6 +1410,7 @@ PY
     awk -v p="$at16" 'BEGIN { exit !(p < 0.8) }' # half the time at either speed: far from settling
     grep -E '^torch_reuse +few +shim +5 .* too few pairs to draw from \(5, at least 10\)$' <<<"$output"
     ! grep -q ' big ' <<<"$output" # a speed-up row's bound is not "nothing to speed up"
+    ! grep -q ' zero ' <<<"$output" # no time above 0: nothing to draw
     # the C loop: a difference in ns (about +40), its spread in ns, no +-1 % figure
     grep -E '^c_dtoh_sync +iter +shim +40 +\+(39|4[0-9])ns +\+(39|4[0-9])ns +[0-9]+\.[0-9] +- +1\.00 +1\.00 +1\.00 +1\.00, 1\.00; at 40 pairs$' <<<"$output"
     # seeded: the same folders give the same figures

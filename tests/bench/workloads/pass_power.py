@@ -40,7 +40,8 @@ PASS_SHARE = 0.95  # "settles": a shim costing nothing PASSes at least this ofte
 
 def row_pairs(runs, workload_only=None, key_only=None):
     """{(workload, key, expect, side): [(no-shim value, side value)]} over the pairs both sides
-    completed, for the rows whose bound is not a speed-up."""
+    completed with times above 0 (the smoothing scales them), for the rows whose bound is not a
+    speed-up; a row without such pairs is left out."""
     by_pair = {}  # (workload, key, expect, side) -> {pair: value}
     for r in runs:
         if r.get("status") != "ok" or workload_only and r["workload"] != workload_only:
@@ -55,9 +56,9 @@ def row_pairs(runs, workload_only=None, key_only=None):
         base = by_pair.get((workload, key, expect, "noshim"))
         if side == "noshim" or not base:
             continue
-        pairs = [(base[p], values[p]) for p in sorted(set(base) & set(values))
-                 if expect == "ns" or values[p] > 0 and base[p] > 0]
-        rows[(workload, key, expect, side)] = pairs
+        pairs = [(base[p], values[p]) for p in sorted(set(base) & set(values)) if values[p] > 0 and base[p] > 0]
+        if pairs:
+            rows[(workload, key, expect, side)] = pairs
     return rows
 
 

@@ -527,7 +527,8 @@ def folder_by_folder(expect, base_by_pair, other_by_pair, folder_of):
 
 def noise_verdict(expect, verdict, interval):
     """A MISS whose interval still reaches the bound reads WIDE: these pairs cannot tell the side
-    from the bound (the runs spread by more than the gap); more pairs narrow it."""
+    from the bound (the runs spread by more than the gap); more pairs narrow it where the runs spread
+    around one speed, not where they fall at one of two about half the time (pass_power.py)."""
     if verdict != "MISS" or interval is None:
         return verdict
     nearest = interval[0] if expect == "ns" else interval[1]  # the end on the bound's side
@@ -726,8 +727,8 @@ def miss_note(workload, row, side):
         what += ", but the pairs' own median %s (%s faster in %d of %d)" % (
             fig % pairs["median"], SIDE_TITLE[side], pairs["faster"], pairs["n"])
     if cell["check"] == "WIDE":
-        what += ", %s, reaches the bound %s: the runs spread by more than the gap; more pairs narrow it" % (
-            interval, bound_text(row["expect"]))
+        what += (", %s, reaches the bound %s: the runs spread by more than the gap; whether more pairs can settle "
+                 "it: pass_power.py") % (interval, bound_text(row["expect"]))
     else:
         what += " misses the bound %s" % bound_text(row["expect"]) + (", " + interval if interval else "")
     if pairs and cell.get("missed") != "pairs":
