@@ -487,6 +487,15 @@ EOF
     chmod +x "$WORK/py"
 }
 
+@test "workloads harness: a WIDE row of the shim whose operation the in-process table measured names that row's cost in its note" {
+    fake_interpreter
+    harness --fake --only fake_noisy --pairs 4 --inprocess 2 --inprocess-groups 4 --python "$WORK/py"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    row fake_noisy t | grep -E ' 0.97x +WIDE '
+    # fake_noisy's t stands for the in-process row item: +50 and +70 pooled, +60.0 +- 20.0 ns (0.60 %)
+    grep -E "^note fake_noisy: t shim 0.97x, .*; pair by pair, shim faster in 2 of 4, the pairs' median 0.99x; inside one process \(its row item\), observing costs it \+60.0 \+- 20.0 ns \(0.60%\): PASS$" "$WORK/out.txt"
+}
+
 @test "workloads harness: the in-process table pools its processes' medians (mean, 2 standard errors, share), checks 1 % and +100 ns, after the main table" {
     fake_interpreter
     LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_same --pairs 1 --no-guard --inprocess 2 --inprocess-groups 4 \

@@ -49,12 +49,15 @@ STDERR_TAIL = 30
 class Workload:
     """One program of the suite: how to start it, how long a run takes on the GPU machine (for the
     plan and the budget: the median run of each on an H200 instance, 2026-11-27, framework start-up
-    included), and Turn 2's figures for its metrics (FACTS.md) to compare with."""
+    included), Turn 2's figures for its metrics (FACTS.md) to compare with, and the in-process rows
+    (inprocess.ROWS' keys) that time the same operation as a metric: where the pairs cannot settle a
+    row, that row's note gives what observing costs it inside one process."""
 
     def __init__(self, name, script=None, args=(), est_s=3.0, turn2=None, default=True, c_loop=False,
-                 lockstep=False):
+                 lockstep=False, inside=None):
         self.name, self.script, self.args, self.est_s = name, script, list(args), est_s
         self.turn2 = turn2 or {}
+        self.inside = inside or {}
         self.default = default
         self.c_loop = c_loop
         self.lockstep = lockstep  # its script times blocks in turns (wl.turn): --lockstep runs its pairs so
@@ -69,31 +72,36 @@ class Workload:
 
 
 WORKLOADS = [
-    Workload("torch_train", "torch_train.py", est_s=11.5, turn2={"step": "1.06x"}, lockstep=True),
-    Workload("torch_graph", "torch_train.py", ["--graph"], est_s=11.0, lockstep=True),
+    Workload("torch_train", "torch_train.py", est_s=11.5, turn2={"step": "1.06x"}, lockstep=True,
+             inside={"step": "MLP step"}),
+    Workload("torch_graph", "torch_train.py", ["--graph"], est_s=11.0, lockstep=True,
+             inside={"step": "graph-replayed step"}),
     Workload("torch_dataloader", "torch_dataloader.py", ["--pin", "0"], est_s=6.4, turn2={"batch": "1.26x"}),
-    Workload("torch_dataloader_pinned", "torch_dataloader.py", ["--pin", "1"], est_s=6.4, turn2={"batch": "0.88x"}),
-    Workload("torch_item", "torch_item.py", est_s=4.6, turn2={"item": "0.88x"}, lockstep=True),
+    Workload("torch_dataloader_pinned", "torch_dataloader.py", ["--pin", "1"], est_s=6.4, turn2={"batch": "0.88x"},
+             inside={"batch": "DataLoader pinned"}),
+    Workload("torch_item", "torch_item.py", est_s=4.6, turn2={"item": "0.88x"}, lockstep=True,
+             inside={"item": "item"}),
     Workload("torch_reuse", "torch_reuse.py", est_s=7.7,
-             turn2={"4KB": "0.99x", "4MB": "5.85x", "4MB_pinned": "~17ms"}, lockstep=True),
+             turn2={"4KB": "0.99x", "4MB": "5.85x", "4MB_pinned": "~17ms"}, lockstep=True,
+             inside={"4KB": "4KB pageable", "4KB_nb": "4KB pageable nb", "4KB_pinned": "4KB pinned nb"}),
     Workload("torch_neighbours", "torch_neighbours.py", est_s=5.7),
     Workload("torch_offload", "torch_offload.py", est_s=5.2,
              turn2={"d2h": "5.3x", "h2d": "3.1x", "d2h_pinned": "9.8ms"}, lockstep=True),
     Workload("torch_fresh", "torch_fresh.py", est_s=5.5, turn2={"64MiB": "1.5x", "64MiB_pinned": "1.2ms"},
-             lockstep=True),
+             lockstep=True, inside={"1MiB": "1MB fresh pageable"}),
     Workload("torch_first_d2h", "torch_first_copy.py", ["--dir", "d2h"], est_s=4.4),
     Workload("torch_first_h2d", "torch_first_copy.py", ["--dir", "h2d"], est_s=4.6),
     Workload("torch_pinned_d2h", "torch_pinned_d2h.py", est_s=4.3, turn2={"copy": "g+86us"}),
     Workload("cupy_copy", "cupy_copy.py", est_s=3.2, turn2={"asarray": "1.04x", "asnumpy": "4.3x"}, lockstep=True),
     Workload("jax_copy", "jax_copy.py", est_s=3.5, turn2={"device_put": "0.92x", "asarray": "1.04x"},
-             lockstep=True),
-    Workload("c_dtoh_sync", est_s=0.5, turn2={"iter": "+160ns"}, c_loop=True),
+             lockstep=True, inside={"device_put": "jax device_put"}),
+    Workload("c_dtoh_sync", est_s=0.5, turn2={"iter": "+160ns"}, c_loop=True, inside={"iter": "C loop"}),
 ]
 
 # Stand-ins for testing the harness without a GPU (--fake): fake.py, values known in advance.
 FAKE_WORKLOADS = [Workload("fake_" + m, "fake.py", [m], est_s=0.1, turn2={"t": "2.00x"} if m == "faster" else None,
                            default=m not in ("hang", "noisy", "drift", "turns", "turncrash", "turnhang"),
-                           lockstep=m.startswith("turn"))
+                           lockstep=m.startswith("turn"), inside={"t": "item"} if m == "noisy" else None)
                   for m in ("faster", "same", "ns", "missing", "mismatch", "crash", "shimskip", "hang", "noisy",
                             "drift", "turns", "turncrash", "turnhang")]
 
@@ -583,7 +591,8 @@ def aggregate(ctx, workloads):
         rows = []
         for m in keys:
             row = {"key": m["key"], "label": m.get("label", m["key"]), "unit": m.get("unit", ""),
-                   "expect": m.get("expect", "same"), "ref": bool(m.get("ref")), "turn2": w.turn2.get(m["key"], "")}
+                   "expect": m.get("expect", "same"), "ref": bool(m.get("ref")), "turn2": w.turn2.get(m["key"], ""),
+                   "inside": w.inside.get(m["key"])}
             by_pair = {side: {r["pair"]: x["value"] for r in ok if r["side"] == side for x in r["metrics"]
                               if x["key"] == m["key"]} for side in ctx.sides}  # runs are in pair order
             for side in ctx.sides:
@@ -711,10 +720,12 @@ def render_markdown(rows):
     return "\n".join(lines)
 
 
-def miss_note(workload, row, side):
+def miss_note(workload, row, side, inprocess_rows=()):
     """The note line of a WIDE or MISS row: which figure missed (the row's, or the pairs' own median
-    while the row's met the bound), its interval over the pairs, whether that reaches the bound, and
-    the pairs read one by one (pair_by_pair); None for any other check."""
+    while the row's met the bound), its interval over the pairs, whether that reaches the bound, the
+    pairs read one by one (pair_by_pair), folder by folder, and for the shim's side what observing
+    costs the same operation inside one process where the in-process table measured it (the row's
+    "inside"); None for any other check."""
     cell = row[side]
     if cell.get("check") not in ("WIDE", "MISS"):
         return None
@@ -737,6 +748,11 @@ def miss_note(workload, row, side):
     if cell.get("by_folder"):
         what += "; folder by folder, %s" % ", ".join("%s %s (%d pair%s)" % (name, figure_cell, n, "" if n == 1 else "s")
                                                      for name, n, figure_cell in cell["by_folder"])
+    inside = next((r for r in inprocess_rows if r["key"] == row.get("inside") and r.get("check")), None)
+    if inside and side == "shim":
+        what += "; inside one process (its row %s), observing costs it %+.1f +- %.1f ns%s: %s" % (
+            inside["key"], inside["cost_ns"], inside["se2_ns"],
+            " (%.2f%%)" % inside["share_pct"] if inside.get("share_pct") is not None else "", inside["check"])
     return what
 
 
@@ -752,7 +768,7 @@ def footer(ctx, report):
     for e in report:
         for row in e["rows"]:
             for side in ctx.sides[1:]:
-                note = miss_note(e["workload"], row, side)
+                note = miss_note(e["workload"], row, side, ctx.inprocess["rows"] if ctx.inprocess else ())
                 if note:
                     lines.append(note)
     if ctx.inprocess:
