@@ -62,33 +62,35 @@ def row_pairs(runs, workload_only=None, key_only=None):
     return rows
 
 
+def quartile_spread(values):
+    """(upper quartile - lower quartile) / 1.349 of sorted values: their standard deviation where they
+    are normal, and little moved by a few stray ones."""
+    n = len(values)
+    return (values[(3 * n) // 4] - values[n // 4]) / 1.349
+
+
 def pairs_spread(expect, pairs):
-    """The spread of the pairs' own log ratios (ns rows: of their differences, in ns), robust to a few
-    stray pairs (interquartile range / 1.349, a standard deviation where they are normal), and for a
-    ratio row the pairs a mean of normal values of that spread would need for a 95 % interval of
-    +-1 %: (1.96 x spread / 0.01)^2, fewer than a median needs (None for an ns row: its bound is
-    100 ns, not 1 %)."""
-    own = sorted(o - b if expect == "ns" else math.log(o / b) for b, o in pairs)
-    n = len(own)
-    spread = (own[(3 * n) // 4] - own[n // 4]) / 1.349
+    """The spread of the pairs' own log ratios (ns rows: of their differences, in ns; quartile_spread)
+    and, for a ratio row, the pairs a mean of normal values of that spread would need for a 95 %
+    interval of +-1 %: (1.96 x spread / 0.01)^2, fewer than a median needs (None for an ns row: its
+    bound is 100 ns, not 1 %)."""
+    spread = quartile_spread(sorted(o - b if expect == "ns" else math.log(o / b) for b, o in pairs))
     return spread, None if expect == "ns" else math.ceil((1.96 * spread / 0.01) ** 2)
 
 
-def judged(expect, pairs):
-    """(the row's figure meets its bound, the pairs' median meets it) for these pairs, as run.py judges."""
-    figure = run.figure(expect, run.median([b for b, _ in pairs]), run.median([o for _, o in pairs]))
-    pairs_median = run.median([run.figure(expect, b, o) for b, o in pairs])
-    return run.meets_bound(expect, figure), run.meets_bound(expect, pairs_median)
+def figures(expect, pairs):
+    """(the row's figure, the median of the pairs' own figures), as run.py computes them."""
+    return (run.figure(expect, run.median([b for b, _ in pairs]), run.median([o for _, o in pairs])),
+            run.median([run.figure(expect, b, o) for b, o in pairs]))
 
 
 def bandwidth(pairs):
-    """The spread, as a logarithm, that smooth_draw gives each run drawn: Silverman's rule of thumb
-    for the pairs' own log ratios (0.9 x the lesser of their standard deviation and interquartile
-    range / 1.349, x pairs^-1/5), over the square root of 2 (both runs of a pair are smoothed)."""
+    """The spread, as a logarithm, that pass_shares gives each run drawn: Silverman's rule of thumb
+    for the pairs' own log ratios (0.9 x the lesser of their standard deviation and quartile_spread,
+    x pairs^-1/5), over the square root of 2 (both runs of a pair are smoothed)."""
     logs = sorted(math.log(o / b) for b, o in pairs)
-    n = len(logs)
-    spread = min(statistics.pstdev(logs), (logs[(3 * n) // 4] - logs[n // 4]) / 1.349) or statistics.pstdev(logs)
-    return 0.9 * spread * n ** -0.2 / math.sqrt(2)
+    spread = min(statistics.pstdev(logs), quartile_spread(logs)) or statistics.pstdev(logs)
+    return 0.9 * spread * len(logs) ** -0.2 / math.sqrt(2)
 
 
 def pass_shares(expect, pairs, n, resamples, rng):
@@ -102,7 +104,7 @@ def pass_shares(expect, pairs, n, resamples, rng):
         draw = [(b * math.exp(h * rng.gauss(0, 1)), o * math.exp(h * rng.gauss(0, 1)))
                 for b, o in (rng.choice(pairs) for _ in range(n))]
         draw = [(b, o) if rng.random() < 0.5 else (o, b) for b, o in draw]
-        fig_ok, med_ok = judged(expect, draw)
+        fig_ok, med_ok = (run.meets_bound(expect, f) for f in figures(expect, draw))
         both += fig_ok and med_ok
         figure_only += fig_ok
         median_only += med_ok
@@ -165,8 +167,7 @@ def main():
     rng = random.Random(run.BOOTSTRAP_SEED)
     for (workload, key, expect, side), pairs in sorted(rows.items()):
         n = len(pairs)
-        figure = run.figure(expect, run.median([b for b, _ in pairs]), run.median([o for _, o in pairs]))
-        pairs_median = run.median([run.figure(expect, b, o) for b, o in pairs])
+        figure, pairs_median = figures(expect, pairs)
         spread, needed = pairs_spread(expect, pairs)
         head = "%-24s %-13s %-5s %5d %9s %9s %7s %7s" % (workload, key, side, n, cell(expect, figure),
                                                       cell(expect, pairs_median),
@@ -182,8 +183,8 @@ def main():
             "at %d pairs" % settles if settles else "not by %d pairs" % (n * top)))
     print("# pairs': the median of the pairs' own figures; spread: of the pairs' own log ratios (ns rows: "
           "differences), interquartile range / 1.349; +-1%%: the pairs a mean of normal values of that spread "
-          "needs for a 95 %% interval of +-1 %%; settles: the fewest pairs projected at which a shim costing nothing PASSes %d%% "
-          "of the time" % round(100 * PASS_SHARE))
+          "needs for a 95 %% interval of +-1 %%; settles: the fewest pairs projected at which a shim costing "
+          "nothing PASSes %d%% of the time" % round(100 * PASS_SHARE))
 
 
 if __name__ == "__main__":
