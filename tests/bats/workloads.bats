@@ -494,6 +494,15 @@ EOF
     row fake_noisy t | grep -E ' 0.97x +WIDE '
     # fake_noisy's t stands for the in-process row item: +50 and +70 pooled, +60.0 +- 20.0 ns (0.60 %)
     grep -E "^note fake_noisy: t shim 0.97x, .*; pair by pair, shim faster in 2 of 4, the pairs' median 0.99x; inside one process \(its row item\), observing costs it \+60.0 \+- 20.0 ns \(0.60%\): PASS$" "$WORK/out.txt"
+    # every workload's in-process row names a row of the in-process table (a misspelt one would never match)
+    python3 - "$ROOT/tests/bench/workloads" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import inprocess, run
+keys = {key for key, _, _ in inprocess.ROWS}
+bad = [(w.name, k, v) for w in run.WORKLOADS + run.FAKE_WORKLOADS for k, v in w.inside.items() if v not in keys]
+assert not bad and any(w.inside for w in run.WORKLOADS), bad
+PY
 }
 
 @test "workloads harness: the in-process table pools its processes' medians (mean, 2 standard errors, share), checks 1 % and +100 ns, after the main table" {

@@ -93,12 +93,11 @@ def bandwidth(pairs):
     return 0.9 * spread * len(logs) ** -0.2 / math.sqrt(2)
 
 
-def pass_shares(expect, pairs, n, resamples, rng):
+def pass_shares(expect, pairs, h, n, resamples, rng):
     """(PASS, the figure alone, the pairs' median alone): the share of resamples of n pairs, each
     pair's runs swapped with probability 1/2 and each run smoothed (times e^(h z), z normal, h the
-    bandwidth: a draw of more pairs than were run repeats the same runs, and medians of repeated
-    values tie; the smoothing gives them the spread of runs like them), that meet the bound."""
-    h = bandwidth(pairs)
+    pairs' bandwidth: a draw of more pairs than were run repeats the same runs, and medians of
+    repeated values tie; the smoothing gives them the spread of runs like them), that meet the bound."""
     both = figure_only = median_only = 0
     for _ in range(resamples):
         draw = [(b * math.exp(h * rng.gauss(0, 1)), o * math.exp(h * rng.gauss(0, 1)))
@@ -176,7 +175,8 @@ def main():
         if n < MIN_PAIRS:
             print("%s  too few pairs to draw from (%d, at least %d)" % (head, n, MIN_PAIRS))
             continue
-        shares = [pass_shares(expect, pairs, n * m, args.resamples, rng) for m in args.multiples]
+        h = bandwidth(pairs)
+        shares = [pass_shares(expect, pairs, h, n * m, args.resamples, rng) for m in args.multiples]
         settles = next((n * m for m, s in zip(args.multiples, shares) if s[0] >= PASS_SHARE), None)
         print("%s  %s  %.2f, %.2f; %s" % (
             head, " ".join("%5.2f" % s[0] for s in shares), shares[-1][1], shares[-1][2],
