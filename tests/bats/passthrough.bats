@@ -161,7 +161,7 @@ CPP
     grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"
 }
 
-@test "observe_ab (the C loop, small pageable copies or fresh 1 MiB ones, measured inside one process): groups and medians under the shim, nothing without it or with the guard" {
+@test "observe_ab (the C loop, small pageable copies, fresh 1 MiB ones or allocator calls, measured inside one process): observe, forward and direct groups and medians under the shim, nothing without it or with the guard" {
     gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"${CUDA_HOME:-/usr/local/cuda}/include" \
         "$ROOT/tests/bench/observe_ab.c" -o "$WORK/observe_ab" -ldl -lm
     run_app plain noshim "$WORK/observe_ab" 3 50
@@ -170,33 +170,45 @@ CPP
     PINSHIM_SUMMARY=json run_app shim shim "$WORK/observe_ab" 3 50
     show shim
     [ "$(cat "$WORK/shim.rc")" = 0 ]
-    [ "$(grep -cE '^ +[0-2] +[0-9]+ +[0-9]+ +[+-][0-9]+$' "$WORK/shim.out")" = 3 ]
-    grep -qE '^median: observe [0-9]+ ns, forward [0-9]+ ns, observe - forward [+-][0-9]+ ns per iteration .*3 groups of 4 x 50 iterations$' "$WORK/shim.out"
-    # only the observing blocks were counted: warm-up 50 + 3 groups x 2 x 50 (and the one H2D)
+    [ "$(grep -cE '^ +[0-2] +[0-9]+ +[0-9]+ +[0-9]+ +[+-][0-9]+ +[+-][0-9]+$' "$WORK/shim.out")" = 3 ]
+    grep -qE '^median: observe [0-9]+ ns, forward [0-9]+ ns, observe - forward [+-][0-9]+ ns per iteration .*3 groups of 6 x 50 iterations$' "$WORK/shim.out"
+    grep -qE '^median: forward [0-9]+ ns, direct [0-9]+ ns, forward - direct [+-][0-9.]+ ns per iteration .*; 2 driver and 0 allocator calls per iteration \(item\)$' "$WORK/shim.out"
+    # only the observing blocks were counted: warm-up 50 + 3 groups x 2 x 50 (and the one H2D); the
+    # direct blocks' 300 calls went to the driver past the shim, and so did the direct warm-up's 50
     grep -q '"dir":"d2h","host_kind":"pinned","bucket_min":0,"count":350,' "$WORK/shim.err"
+    grep -q '"cuMemcpyDtoHAsync_v2":350,"cuStreamSynchronize":350' "$WORK/shim.err"
+    # the driver saw every call, direct ones too: 50 + 50 warm-up + 3 groups x 6 x 50 (and the
+    # shim's own few, its link probe's)
+    PINSHIM_SUMMARY=none FAKECUDA_CALL_LOG="$WORK/calls" run_app tr shim "$WORK/observe_ab" 3 50
+    [ "$(awk '$1 == "cuMemcpyDtoHAsync_v2" { print ($2 >= 1000 && $2 < 1050) }' "$WORK/calls")" = 1 ]
     # the pageable iteration: 4 KiB async H2D copies from 1000 buffers, counted only while observing
     PINSHIM_SUMMARY=json run_app pg shim "$WORK/observe_ab" 2 50 0 pageable
     show pg
     [ "$(cat "$WORK/pg.rc")" = 0 ]
-    grep -qE '^median: .*2 groups of 4 x 50 iterations$' "$WORK/pg.out"
+    grep -qE '^median: .*2 groups of 6 x 50 iterations$' "$WORK/pg.out"
     grep -q '"dir":"h2d","host_kind":"pageable","bucket_min":4096,"count":250,' "$WORK/pg.err"
     # fresh 1 MiB buffers: the warm-up and the observing blocks' 25 copies counted, and only their
     # allocations tracked (forwarding pauses tracking)
     PINSHIM_SUMMARY=json run_app fr shim "$WORK/observe_ab" 2 5 0 fresh
     show fr
-    grep -qE '^median: .*2 groups of 4 x 5 iterations$' "$WORK/fr.out"
+    grep -qE '^median: .*2 groups of 6 x 5 iterations$' "$WORK/fr.out"
     grep -q '"dir":"h2d","host_kind":"pageable","bucket_min":1048576,"count":25,' "$WORK/fr.err"
     grep -q '"tracked_allocations":25,' "$WORK/fr.err"
+    # allocator calls: no driver call, the hooks' own forward - direct priced per call
+    PINSHIM_SUMMARY=json run_app al shim "$WORK/observe_ab" 2 50 0 alloc
+    show al
+    grep -qE '^median: forward [0-9]+ ns, direct [0-9]+ ns, .*; 0 driver and 4 allocator calls per iteration \(alloc\)$' "$WORK/al.out"
+    grep -q '"tracked_allocations":0,' "$WORK/al.err"
     # with data and code evicted before each iteration (x86-64: the generated code runs)
     run_app pg shim "$WORK/observe_ab" 2 20 64 pageable 64
     [ "$(cat "$WORK/pg.rc")" = 0 ]
-    grep -qE '^median: .*2 groups of 4 x 20 iterations$' "$WORK/pg.out"
+    grep -qE '^median: .*2 groups of 6 x 20 iterations$' "$WORK/pg.out"
     run_app pg shim "$WORK/observe_ab" 2 50 0 pageable many
     [ "$(cat "$WORK/pg.rc")" = 2 ]
     grep -q "argument 5 is 'many': expected a whole number" "$WORK/pg.err"
     run_app pg shim "$WORK/observe_ab" 2 50 0 sideways
     [ "$(cat "$WORK/pg.rc")" = 2 ]
-    grep -q "argument 4 is 'sideways': expected item, pageable or fresh" "$WORK/pg.err"
+    grep -q "argument 4 is 'sideways': expected item, pageable, fresh or alloc" "$WORK/pg.err"
     PINSHIM_GUARD=warn PINSHIM_SUMMARY=none run_app shim shim "$WORK/observe_ab" 3 50
     grep -q 'refused to switch.*nothing measured' "$WORK/shim.out"
     run_app shim shim "$WORK/observe_ab" 3 zero

@@ -468,15 +468,19 @@ PY
 }
 
 # A stand-in interpreter for the in-process table: as inprocess_ab.py --json it prints known
-# figures, a different set in each process (a counter file); any other script runs in python3.
+# figures, a different set in each process (a counter file), and under alloc_count each row's
+# allocator calls per operation; any other script runs in python3.
 fake_interpreter() {
     cat >"$WORK/py" <<EOF
 #!/bin/sh
-case "\$1" in
+case "\$LD_PRELOAD:\$1" in
+*alloc_count*:*inprocess_ab.py)
+    echo '{"allocs": "item", "per_op": 10.0, "ops": 2000, "by_function": {"malloc": 5.0, "free": 5.0}}'
+    echo '{"allocs": "4KB pinned nb", "per_op": 20.0, "ops": 2000, "by_function": {"malloc": 10.0, "free": 10.0}}' ;;
 *inprocess_ab.py)
     n=\$(cat "$WORK/count" 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n >"$WORK/count"
     m=\$((30 + 20 * n)); c=\$((7 * n))
-    echo '{"inprocess": "item", "forward_ns": 10000, "median_ns": '\$m', "q1_ns": '\$((m - 5))', "q3_ns": '\$((m + 5))', "mean_ns": 999, "se_ns": 1, "groups": 200, "ops": 100}'
+    echo '{"inprocess": "item", "forward_ns": 10000, "median_ns": '\$m', "q1_ns": '\$((m - 5))', "q3_ns": '\$((m + 5))', "mean_ns": 999, "se_ns": 1, "groups": 200, "ops": 100, "driver_calls_per_op": {"cuMemcpyDtoHAsync_v2": 1.0, "cuStreamSynchronize": 1.0}}'
     echo '{"inprocess": "4KB pinned nb", "forward_ns": 10000, "median_ns": 150, "q1_ns": 100, "q3_ns": 200, "mean_ns": 150, "se_ns": 3, "groups": 200, "ops": 100}'
     echo '{"inprocess": null, "row": "graph-replayed step", "skipped": "CUDA graph capture failed: RuntimeError: no"}'
     echo '{"inprocess": "DataLoader pinned", "forward_ns": 100000, "median_ns": 200, "q1_ns": -2000, "q3_ns": 2400, "mean_ns": 0, "se_ns": 1, "groups": 25, "ops": 6}'
@@ -533,7 +537,23 @@ import json, sys
 rows = {r["key"]: r for r in json.load(open(sys.argv[1]))["inprocess"]["rows"]}
 assert rows["item"]["per_process_ns"] == [50, 70], rows["item"]
 assert rows["C loop"]["processes"] == 2, rows["C loop"]
+# the whole preload: observing, plus 2 driver calls (counted by the shim) at observe_ab's forward -
+# direct a call, plus 10 allocator calls (alloc_count) at its alloc iteration's a call
+drv, alloc = rows["driver call"], rows["allocator call"]
+assert drv["processes"] == alloc["processes"] == 2, (drv, alloc)
+w = rows["item"]["whole"]
+assert (w["driver_calls"], w["allocator_calls"]) == (2.0, 10.0), w
+expect = 60.0 + 2 * drv["cost_ns"] + 10 * alloc["cost_ns"]
+assert abs(w["cost_ns"] - expect) < 1e-6 and abs(w["share_pct"] - expect / 100) < 1e-9, (w, expect)
+assert w["se2_ns"] >= 20.0 and w["check"] in ("PASS", "MISS", "WIDE"), w
+# a row without its counts (4KB pinned nb: no driver calls from this stand-in) has no whole figure
+assert "whole" not in rows["4KB pinned nb"] and "whole" in rows["C loop"], rows
+assert rows["C loop"]["whole"]["allocator_calls"] == 0 and rows["C loop"]["whole"]["driver_calls"] == 2
 PY
+    grep -E '^# the whole preload inside one process' "$WORK/out.txt"
+    grep -E '^item +\+60.0 ns +2.00 x = [+-][0-9.]+ ns +10.0 x = [+-][0-9.]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=1% +(PASS|MISS|WIDE)$' "$WORK/out.txt"
+    grep -E '^allocator call +[+-][0-9.]+ \+- [0-9.]+ ns a call +2 \(' "$WORK/out.txt"
+    grep -F '| torch: x.item() of a 1-element CUDA tensor | +60.0 ns | 2.00 x = ' "$WORK/res/table.md"
 }
 
 @test "workloads harness: --merge makes one table of several runs' folders: pairs numbered on, in-process processes pooled" {

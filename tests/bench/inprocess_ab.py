@@ -12,7 +12,9 @@ small block of its pinned host allocator and a stream sync); 1000 x 4 KB pageabl
 non_blocking=True (one async H2D each: the host allocator records no event per copy); an event
 record and query (the kinds and calls as the shim's summary counted them on an H200, 2026-11-26); a
 1 MiB CPU tensor made and copied .to("cuda") (above the small copies' shortcut, below staging: its
-allocation is tracked and the copy passed); one step of tests/bench/workloads/torch_train.py's MLP
+allocation is tracked and the copy passed); a preallocated pinned 4 MiB tensor .to("cuda",
+non_blocking=True) (tests/bench/workloads/torch_fresh.py's pinned reference; as many a block as
+the 1 MiB row's); one step of tests/bench/workloads/torch_train.py's MLP
 loop (one step per block), and one of its --graph loop (the batch copied into a captured graph's
 input, the graph replayed; the row says why when the capture fails); batches of a DataLoader with
 pin_memory=True, 6 forked workers, 64 images of 3 x 224 x 224 float32 to a batch
@@ -25,6 +27,13 @@ it); jax.device_put of a 128 MiB numpy array made just before it, until the data
 others, and the row says why when it cannot run). While forwarding, the switch also stops the
 allocation hooks from tracking new allocations, so the rows that allocate see that cost as well
 (the JAX row's array is made inside its block, outside its timing).
+
+Each row also reports the driver calls the shim's wrappers saw per operation while observing
+(the summary's entry points, read before and after the row), what a per-call cost of the wrappers
+multiplies by (tests/bench/workloads/inprocess.py: what the preload itself adds, apart from
+observing). Run under tests/bench/alloc_count.c instead of the shim, it runs each row's blocks
+without timing them and reports the allocator calls (the malloc family, C++'s new and delete among
+them) each operation makes: the other count the preload's cost multiplies by.
 
 Blocks are short (--ops operations each, default 100: about a millisecond): this host's CPU speed
 flips between two levels some 20 % apart every few tens of milliseconds (a pure-Python control
@@ -41,7 +50,8 @@ what the suite's lockstep sees between two turns.
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K] [--json]
 [--only TEXT] [--cold MIB] (default 200 groups of 100 operations; the DataLoader row a third as many groups;
 --json adds one JSON line per workload, as the suite's tests/bench/workloads/inprocess.py reads
-them). Needs PyTorch and a GPU; prints a line and exits 0
+them), or LD_PRELOAD=liballoc_count.so (built from tests/bench/alloc_count.c) with the same options
+(--groups: blocks counted per row). Needs PyTorch and a GPU; prints a line and exits 0
 without them. Never asserts a timing."""
 import argparse
 import ctypes
@@ -49,12 +59,14 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "workloads"))
 import wl  # noqa: E402  (the suite's helpers: the DataLoader row's pipeline)
 
 FRESH_BYTES = 1 << 20
+BIG_PINNED_BYTES = 4 << 20  # torch_fresh.py's 4 MiB pinned reference
 LOADER_BATCHES = 6  # DataLoader batches a block, one per worker (each 13-18 ms on H100 hosts): with 2 a
 # block, the batches' uneven arrival spread the paired differences by +-4 ms (2 processes, H100)
 LOADER_WARMUP = 12  # batches before the first block: the workers' start
@@ -75,8 +87,13 @@ def main():
                  "%d and %d" % (args.ops, args.groups, args.cold))
     ops = args.ops
     observe = getattr(ctypes.CDLL(None), "pinshim_bench_observe", None)
-    if observe is None:
-        sys.exit("inprocess_ab.py: pinshim_bench_observe not found: run it with LD_PRELOAD=build/libpinshim.so")
+    allocs = wl.alloc_counts_reader() if observe is None else None
+    if observe is None and allocs is None:
+        sys.exit("inprocess_ab.py: neither pinshim_bench_observe nor alloc_count_calls found: run it with "
+                 "LD_PRELOAD=build/libpinshim.so, or with the library built from tests/bench/alloc_count.c")
+    if allocs:
+        observe = lambda on: 0  # noqa: E731  (counting: one side only, nothing to switch)
+    entry_calls = driver_calls_reader() if allocs is None else None
     try:
         import torch
     except ImportError:
@@ -90,6 +107,7 @@ def main():
     pinned = list(torch.stack(small).pin_memory().unbind(0))
     ev = torch.cuda.Event()
     base = torch.arange(FRESH_BYTES // 4, dtype=torch.float32)
+    big_pinned = torch.arange(BIG_PINNED_BYTES // 4, dtype=torch.float32).pin_memory()
     fresh_ops = max(1, ops // 20)  # a 1 MiB copy takes some 20 times a small one
     step = wl.torch_mlp_step(torch, dev, False)[0]
     graph_step, graph_failed = replayed_step(torch, dev)
@@ -140,6 +158,10 @@ def main():
         for i in range(fresh_ops):
             (base + i).to(dev)  # a new 1 MiB CPU tensor each time, made and copied
 
+    def big_pinned_copies():
+        for _ in range(fresh_ops):
+            big_pinned.to(dev, non_blocking=True)
+
     def events():
         for _ in range(ops):
             ev.record()
@@ -151,12 +173,15 @@ def main():
         for i in range(n * 200):
             acc += i
 
+    observed_ops = [0]
+
     def block(run, on):
         """ns per operation of one block, observing (on) or forwarding."""
         if observe(1 if on else 0) != 0:
             sys.exit("inprocess_ab.py: the shim refused to switch (guard on, registrations held, or "
                      "PINSHIM_INTERCEPT=off): run it with the defaults")
         seconds, n = run()
+        observed_ops[0] += n if on else 0
         return seconds / n * 1e9
 
     def one_at_a_time(tensors, **kw):
@@ -175,6 +200,7 @@ def main():
             ("4KB pinned nb", lambda: timed_cold(one_at_a_time(pinned, non_blocking=True), ops)),
             ("event record+query", lambda: timed_cold(lambda: (ev.record(), ev.query()), ops)),
             ("1MB fresh pageable", lambda: timed_cold(one_fresh, fresh_ops)),
+            ("4MiB pinned nb", lambda: timed_cold(lambda: big_pinned.to(dev, non_blocking=True), fresh_ops)),
             ("MLP step", lambda: timed_cold(step, 1)),
             ("graph-replayed step", lambda: timed_cold(graph_step, 1)),
             ("control (no CUDA)", lambda: timed_cold(lambda: control(1), ops)))
@@ -184,6 +210,7 @@ def main():
                  ("4KB pinned nb", lambda: timed(copies(pinned, non_blocking=True), ops), args.groups),
                  ("event record+query", lambda: timed(events, ops), args.groups),
                  ("1MB fresh pageable", lambda: timed(fresh, fresh_ops), args.groups),
+                 ("4MiB pinned nb", lambda: timed(big_pinned_copies, fresh_ops), args.groups),
                  ("MLP step", lambda: timed(step, 1), args.groups),
                  ("graph-replayed step", lambda: timed(graph_step, 1), args.groups),
                  ("DataLoader pinned", lambda: timed(next_batches, LOADER_BATCHES), loader_groups),
@@ -191,8 +218,11 @@ def main():
                  ("control (no CUDA)", lambda: timed(control, ops), args.groups))
     if args.cold:
         print("each operation alone, after writing %d MiB of other memory (untimed)" % args.cold)
-    print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
-                                             "mean +- 2 se", "ratio"))
+    if allocs:
+        print("allocator calls per operation (under alloc_count, not the shim; %d blocks a row)" % args.groups)
+    else:
+        print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
+                                                 "mean +- 2 se", "ratio", "calls/op"))
     if args.cold:
         cold_block = dict(cold)
         workloads = tuple((name, cold_block[name], groups) for name, _, groups in workloads if name in cold_block)
@@ -210,6 +240,10 @@ def main():
                 continue
         for _ in range(3):
             block(fn, True)
+        if allocs:
+            count_allocations(args, name, fn, groups, allocs)
+            continue
+        before, observed_ops[0] = entry_calls(), 0
         fwd, obs, diffs = [], [], []
         for _ in range(groups):
             o1, f1, f2, o2 = block(fn, True), block(fn, False), block(fn, False), block(fn, True)
@@ -217,15 +251,55 @@ def main():
             obs += [o1, o2]
             diffs.append((o1 + o2 - f1 - f2) / 2)
         observe(1)
+        calls = calls_per_op(before, entry_calls(), observed_ops[0])
         q = statistics.quantiles(diffs, n=4)
         f, o = statistics.median(fwd), statistics.median(obs)
         se = statistics.stdev(diffs) / len(diffs) ** 0.5
-        print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %+8.1f +-%4.0f %7.3fx" % (
-            name, f, o, statistics.median(diffs), q[0], q[2], statistics.fmean(diffs), 2 * se, f / o), flush=True)
+        print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %+8.1f +-%4.0f %7.3fx %8.2f" % (
+            name, f, o, statistics.median(diffs), q[0], q[2], statistics.fmean(diffs), 2 * se, f / o,
+            sum(calls.values())), flush=True)
         if args.json:
             print(json.dumps({"inprocess": name, "forward_ns": f, "observe_ns": o, "median_ns": statistics.median(diffs),
                               "q1_ns": q[0], "q3_ns": q[2], "mean_ns": statistics.fmean(diffs), "se_ns": se,
-                              "groups": len(diffs), "ops": ops, "cold_mib": args.cold}), flush=True)
+                              "groups": len(diffs), "ops": ops, "cold_mib": args.cold,
+                              "driver_calls_per_op": calls}), flush=True)
+
+
+def driver_calls_reader():
+    """A function returning the shim's count of calls so far per wrapped entry point (the exit
+    summary's "entry_points", written through pinshim_summary_write): calls counted while observing."""
+    write = ctypes.CDLL(None).pinshim_summary_write
+    write.argtypes = [ctypes.c_int, ctypes.c_int]
+
+    def read():
+        with tempfile.TemporaryFile() as f:
+            write(f.fileno(), 1)
+            f.seek(0)
+            return json.loads(f.read().decode("utf-8", "replace")).get("entry_points", {})
+    return read
+
+
+def calls_per_op(before, after, ops):
+    """{entry point: calls per operation} between two readings of driver_calls_reader over `ops`
+    operations (entry points the row did not call left out)."""
+    return {k: round((n - before.get(k, 0)) / ops, 3) for k, n in sorted(after.items())
+            if ops and n > before.get(k, 0)}
+
+
+def count_allocations(args, name, block_fn, blocks, read):
+    """Under alloc_count: the row's allocator calls per operation over `blocks` blocks, printed
+    (and as a JSON line with --json: {"allocs": row, "per_op": calls, "by_function": {...}})."""
+    before, ops = read(), 0
+    for _ in range(blocks):
+        ops += block_fn()[1]
+    after = read()
+    per_fn = {k: round((after[k] - before[k]) / ops, 3) for k in after if k not in ("calls", "large")
+              and after[k] > before[k]}
+    per_op = (after["calls"] - before["calls"]) / ops
+    print("%-22s %10.2f calls/op (%s)" % (name, per_op, ", ".join("%s %.2f" % kv for kv in per_fn.items())),
+          flush=True)
+    if args.json:
+        print(json.dumps({"allocs": name, "per_op": per_op, "ops": ops, "by_function": per_fn}), flush=True)
 
 
 def replayed_step(torch, dev):

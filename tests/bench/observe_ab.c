@@ -1,18 +1,28 @@
-/* observe_ab.c: what the shim's observing costs the suite's C loop (issue #12: a 4-byte
- * cuMemcpyDtoHAsync into pinned memory + cuStreamSynchronize, at most 100 ns more per iteration),
- * measured inside one process. Across fresh processes the loop spreads by about a microsecond
- * (some processes run it near 6.3 us, others near 7.2 on the same host), ten times the bound;
- * here the shim's benchmark switch (pinshim_bench_observe, outside include/pinshim.h) flips the
- * wrappers between observing and forwarding each call untouched, in blocks ordered observe,
- * forward, forward, observe, and each group of four blocks gives one paired difference (the two
- * observing blocks' mean per iteration less the two forwarding blocks'). Forwarding still passes
- * through the wrappers (a load and a branch): this is what observing costs, not the preload.
- * Prints one line per group, then the medians (ns per iteration) of each side and of the paired
- * differences, with their quartiles and range, and the differences' mean with two standard errors.
- * Without the shim it prints one line saying so and exits 0.
- * Never asserts a timing.
+/* observe_ab.c: what the shim costs the suite's C loop (issue #12: a 4-byte cuMemcpyDtoHAsync into
+ * pinned memory + cuStreamSynchronize, at most 100 ns more per iteration), measured inside one
+ * process. Across fresh processes the loop spreads by about a microsecond (some processes run it
+ * near 6.3 us, others near 7.2 on the same host), ten times the bound; here three sides take turns
+ * in blocks ordered observe, forward, direct, direct, forward, observe:
+ *   observe - the program's own route to the driver (cuGetProcAddress, as the CUDA runtime) and its
+ *             own malloc and free, the shim observing;
+ *   forward - the same calls, the shim's benchmark switch (pinshim_bench_observe, outside
+ *             include/pinshim.h) making its wrappers forward each call untouched and its allocation
+ *             hooks track nothing new;
+ *   direct  - no shim at all in the timed calls: the driver's own functions (found with the C
+ *             library's dlsym on libcuda's handle, past the shim's dlsym) and the C library's own
+ *             allocator (__libc_malloc, __libc_free, also standing for C++'s new and delete, whose
+ *             libstdc++ forms call malloc and free: one call fewer than a program without the shim
+ *             makes, so direct is, if anything, faster than no shim).
+ * Each group of six blocks gives two paired differences: observe - forward (what observing costs)
+ * and forward - direct (what the preload costs while forwarding: the wrappers' call and branch, the
+ * allocation hooks' comparison and tail call). Their sum is what the whole shim costs the loop.
+ * Prints one line per group, then two closing lines: the medians (ns per iteration) of observe and
+ * forward and of their paired differences, with their quartiles and range and the differences'
+ * mean with two standard errors; the same for forward and direct, with how many driver and
+ * allocator calls one iteration makes (what a per-call figure divides by).
+ * Without the shim it prints one line saying so and exits 0. Never asserts a timing.
  * A third argument, evict KiB, writes one byte per line of a buffer that large before each iteration
- * (both sides alike): the shim's data then start cold in the caches, as between the calls of a
+ * (all sides alike): the shim's data then start cold in the caches, as between the calls of a
  * framework's hot loop, whose own work evicts them (0, the default: none). Its instructions stay
  * in the first-level instruction cache, which data writes do not reach.
  * A fourth argument names the iteration: `item` (the default, the loop above) or `pageable`: a
@@ -22,11 +32,13 @@
  * Or `fresh`: a 1 MiB malloc, the buffer written whole (the program's work, untimed: it also
  * leaves the shim's data cold), cuMemcpyHtoDAsync of all of it, cuStreamSynchronize and free, as
  * a fresh CPU tensor copied each step (the allocation tracked, the copy described and passed);
- * the malloc, and the copy through the free, are timed.
+ * the malloc, and the copy through the free, are timed. Or `alloc`: no driver call, a small malloc
+ * and its free, then C++'s operator new and delete of the same size (the program's: the shim's
+ * when it is preloaded), sizes 64 and 512 bytes in turn: what the allocation hooks cost a call.
  * A fifth, code KiB, also runs that much generated code before each iteration (a chain of short
  * jumps, one per 16 bytes; x86-64 only), so that the shim's instructions start cold too: a
  * framework's own code between two calls evicts them as its data does (0, the default: none).
- * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB [item|pageable|fresh [code KiB]]]]]
+ * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB [item|pageable|fresh|alloc [code KiB]]]]]
  *        (default 20 2000 0 item 0)
  * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl -lm */
 #define _GNU_SOURCE
@@ -40,6 +52,20 @@
 
 typedef int (*bench_observe_fn)(int);
 
+/* What one side calls: the driver's three functions the loops use and the allocator. */
+struct side {
+    CUresult (*dtoh_async)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*htod_async)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*stream_sync)(CUstream);
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*new_)(size_t); /* C++'s operator new(size_t) and operator delete(void *) */
+    void (*delete_)(void *);
+};
+
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+
 static volatile unsigned char *evict_buf;
 static size_t evict_bytes;
 static bool evicting; /* data or code, before each iteration */
@@ -47,8 +73,11 @@ static bool evicting; /* data or code, before each iteration */
 #define PAGEABLE_BUFFERS 1000
 #define PAGEABLE_BYTES 4096
 #define FRESH_BYTES (1 << 20)
-static enum { ITEM, PAGEABLE, FRESH } iteration; /* what one iteration does */
-static void *pageable[PAGEABLE_BUFFERS];         /* PAGEABLE's buffers */
+static enum { ITEM, PAGEABLE, FRESH, ALLOC } iteration; /* what one iteration does */
+static const char *const iteration_names[] = {"item", "pageable", "fresh", "alloc"};
+static const int driver_calls[] = {2, 1, 2, 0};    /* per iteration, timed */
+static const int allocator_calls[] = {0, 0, 2, 4}; /* likewise */
+static void *pageable[PAGEABLE_BUFFERS];            /* PAGEABLE's buffers */
 
 static void (*evict_code)(void); /* generated code, run before each iteration (NULL: none) */
 
@@ -82,24 +111,84 @@ static void (*code_to_evict(size_t kib))(void)
 #endif
 }
 
+/* The C library's own dlsym, past any preloaded one (the shim answers its wrappers for driver
+ * names): looked up in libc's handle alone, by version. */
+static void *libc_dlsym(void *handle, const char *name)
+{
+    static void *(*real)(void *, const char *);
+    if (!real) {
+        void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+        if (libc && !(real = (void *(*)(void *, const char *))dlvsym(libc, "dlsym", "GLIBC_2.34")))
+            real = (void *(*)(void *, const char *))dlvsym(libc, "dlsym", "GLIBC_2.2.5");
+        if (!real) {
+            fprintf(stderr, "observe_ab: cannot find the C library's dlsym\n");
+            exit(1);
+        }
+    }
+    return real(handle, name);
+}
+
+static void *need(void *f, const char *name)
+{
+    if (!f) {
+        fprintf(stderr, "observe_ab: cannot find %s\n", name);
+        exit(1);
+    }
+    return f;
+}
+
+/* The program's side: its route to the driver and the allocator as it binds them. */
+static struct side program_side(const struct test_driver *d)
+{
+    return (struct side){d->dtoh_async, d->htod_async, d->stream_sync, malloc, free,
+                         (void *(*)(size_t))need(dlsym(RTLD_DEFAULT, "_Znwm"), "operator new"),
+                         (void (*)(void *))need(dlsym(RTLD_DEFAULT, "_ZdlPv"), "operator delete")};
+}
+
+/* The direct side: the driver's own functions and the C library's allocator. */
+static struct side direct_side(const struct test_driver *d)
+{
+    return (struct side){
+        (CUresult(*)(void *, CUdeviceptr, size_t, CUstream))need(libc_dlsym(d->lib, "cuMemcpyDtoHAsync_v2"),
+                                                                 "cuMemcpyDtoHAsync_v2"),
+        (CUresult(*)(CUdeviceptr, const void *, size_t, CUstream))need(libc_dlsym(d->lib, "cuMemcpyHtoDAsync_v2"),
+                                                                       "cuMemcpyHtoDAsync_v2"),
+        (CUresult(*)(CUstream))need(libc_dlsym(d->lib, "cuStreamSynchronize"), "cuStreamSynchronize"),
+        __libc_malloc, __libc_free, __libc_malloc, __libc_free};
+}
+
 /* FRESH's iteration: ns in the malloc and in the copy, synchronize and free (not the writing). */
-static double fresh_copy(struct test_driver *d, CUdeviceptr dev, CUstream s, int i)
+static double fresh_copy(const struct side *sd, CUdeviceptr dev, CUstream s, int i)
 {
     double t0 = bench_ns(CLOCK_MONOTONIC);
-    unsigned char *buf = malloc(FRESH_BYTES);
+    unsigned char *buf = sd->malloc(FRESH_BYTES);
     double t1 = bench_ns(CLOCK_MONOTONIC);
     if (!buf)
         exit(1);
     memset(buf, i, FRESH_BYTES);
     double t2 = bench_ns(CLOCK_MONOTONIC);
-    CHECK(d->htod_async(dev, buf, FRESH_BYTES, s));
-    CHECK(d->stream_sync(s));
-    free(buf);
+    CHECK(sd->htod_async(dev, buf, FRESH_BYTES, s));
+    CHECK(sd->stream_sync(s));
+    sd->free(buf);
     return t1 - t0 + bench_ns(CLOCK_MONOTONIC) - t2;
 }
 
+/* ALLOC's iteration: a malloc and its free, then a new and its delete. */
+static void alloc_pairs(const struct side *sd, int i)
+{
+    size_t n = i & 1 ? 512 : 64;
+    volatile unsigned char *p = sd->malloc(n);
+    if (!p)
+        exit(1);
+    p[0] = (unsigned char)i;
+    sd->free((void *)p);
+    p = sd->new_(n);
+    p[0] = (unsigned char)i;
+    sd->delete_((void *)p);
+}
+
 /* One block: `iters` iterations, ns per iteration. With eviction, only the calls are timed. */
-static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream s, int iters)
+static double block(const struct side *sd, void *host, CUdeviceptr dev, CUstream s, int iters)
 {
     double total = 0, t0 = bench_ns(CLOCK_MONOTONIC);
     for (int i = 0; i < iters; i++) {
@@ -108,14 +197,16 @@ static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream
             t0 = bench_ns(CLOCK_MONOTONIC);
         }
         if (iteration == FRESH) {
-            total += fresh_copy(d, dev, s, i);
+            total += fresh_copy(sd, dev, s, i);
             continue;
         }
-        if (iteration == PAGEABLE) {
-            CHECK(d->htod_async(dev, pageable[i % PAGEABLE_BUFFERS], PAGEABLE_BYTES, s));
+        if (iteration == ALLOC) {
+            alloc_pairs(sd, i);
+        } else if (iteration == PAGEABLE) {
+            CHECK(sd->htod_async(dev, pageable[i % PAGEABLE_BUFFERS], PAGEABLE_BYTES, s));
         } else {
-            CHECK(d->dtoh_async(host, dev, 4, s));
-            CHECK(d->stream_sync(s));
+            CHECK(sd->dtoh_async(host, dev, 4, s));
+            CHECK(sd->stream_sync(s));
         }
         if (evicting)
             total += bench_ns(CLOCK_MONOTONIC) - t0;
@@ -123,7 +214,7 @@ static double block(struct test_driver *d, void *host, CUdeviceptr dev, CUstream
     if (!evicting && iteration != FRESH)
         total = bench_ns(CLOCK_MONOTONIC) - t0;
     if (iteration == PAGEABLE)
-        CHECK(d->stream_sync(s));
+        CHECK(sd->stream_sync(s));
     return total / iters;
 }
 
@@ -140,6 +231,28 @@ static int positive_arg(int argc, char **argv, int i, int fallback)
     return (int)v;
 }
 
+/* Paired differences summarized: median, quartiles, range, mean and two standard errors. Sorts d. */
+struct spread {
+    double median, q1, q3, lo, hi, mean, se2;
+};
+
+static struct spread spread_of(double *d, int n)
+{
+    struct spread r = {.lo = d[0], .hi = d[0]};
+    double sum = 0, sq = 0;
+    for (int g = 0; g < n; g++) {
+        r.lo = d[g] < r.lo ? d[g] : r.lo, r.hi = d[g] > r.hi ? d[g] : r.hi;
+        sum += d[g];
+    }
+    r.mean = sum / n;
+    for (int g = 0; g < n; g++)
+        sq += (d[g] - r.mean) * (d[g] - r.mean);
+    r.se2 = n > 1 ? 2 * sqrt(sq / (n - 1) / n) : 0;
+    r.median = bench_median(d, n);
+    r.q1 = bench_quantile_sorted(d, n, 0.25), r.q3 = bench_quantile_sorted(d, n, 0.75);
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     int groups = positive_arg(argc, argv, 1, 20), iters = positive_arg(argc, argv, 2, 2000);
@@ -149,12 +262,15 @@ int main(int argc, char **argv)
         if (!evict_buf)
             return 1;
     }
-    if (argc > 4 && strcmp(argv[4], "item") != 0) {
-        if (strcmp(argv[4], "pageable") != 0 && strcmp(argv[4], "fresh") != 0) {
-            fprintf(stderr, "observe_ab: argument 4 is '%s': expected item, pageable or fresh\n", argv[4]);
+    if (argc > 4) {
+        int k = 0;
+        while (k < 4 && strcmp(argv[4], iteration_names[k]) != 0)
+            k++;
+        if (k == 4) {
+            fprintf(stderr, "observe_ab: argument 4 is '%s': expected item, pageable, fresh or alloc\n", argv[4]);
             return 2;
         }
-        iteration = argv[4][0] == 'p' ? PAGEABLE : FRESH;
+        iteration = k;
     }
     if (argc > 5 && strcmp(argv[5], "0") != 0) {
         if (!(evict_code = code_to_evict((size_t)positive_arg(argc, argv, 5, 0)))) {
@@ -170,6 +286,7 @@ int main(int argc, char **argv)
     }
     struct test_driver d;
     test_driver_start(&d, "getproc");
+    struct side program = program_side(&d), direct = direct_side(&d);
     void *host;
     CUdeviceptr dev;
     CUstream s;
@@ -185,38 +302,42 @@ int main(int argc, char **argv)
                "off); nothing measured\n");
         return 0;
     }
-    block(&d, host, dev, s, iters); /* warm-up, observing */
+    block(&program, host, dev, s, iters); /* warm-up, observing */
+    block(&direct, host, dev, s, iters);
     double *on = malloc(sizeof *on * (size_t)groups * 2), *off = malloc(sizeof *off * (size_t)groups * 2),
-           *diff = malloc(sizeof *diff * (size_t)groups);
-    if (!on || !off || !diff)
+           *bare = malloc(sizeof *bare * (size_t)groups * 2), *diff = malloc(sizeof *diff * (size_t)groups),
+           *preload = malloc(sizeof *preload * (size_t)groups), *whole = malloc(sizeof *whole * (size_t)groups);
+    if (!on || !off || !bare || !diff || !preload || !whole)
         return 1;
-    printf("%6s %12s %12s %10s\n", "group", "observe_ns", "forward_ns", "diff_ns");
+    printf("%6s %12s %12s %12s %10s %10s\n", "group", "observe_ns", "forward_ns", "direct_ns", "diff_ns", "preload_ns");
     for (int g = 0; g < groups; g++) {
-        double t[4];
-        for (int b = 0; b < 4; b++) {
-            observe(b == 0 || b == 3); /* observe, forward, forward, observe */
-            t[b] = block(&d, host, dev, s, iters);
+        double t[6];
+        for (int b = 0; b < 6; b++) { /* observe, forward, direct, direct, forward, observe */
+            bool observing = b == 0 || b == 5, bypassing = b == 2 || b == 3;
+            observe(observing);
+            t[b] = block(bypassing ? &direct : &program, host, dev, s, iters);
         }
-        on[2 * g] = t[0], on[2 * g + 1] = t[3];
-        off[2 * g] = t[1], off[2 * g + 1] = t[2];
-        diff[g] = (t[0] + t[3] - t[1] - t[2]) / 2;
-        printf("%6d %12.0f %12.0f %+10.0f\n", g, (t[0] + t[3]) / 2, (t[1] + t[2]) / 2, diff[g]);
+        on[2 * g] = t[0], on[2 * g + 1] = t[5];
+        off[2 * g] = t[1], off[2 * g + 1] = t[4];
+        bare[2 * g] = t[2], bare[2 * g + 1] = t[3];
+        diff[g] = (t[0] + t[5] - t[1] - t[4]) / 2;
+        preload[g] = (t[1] + t[4] - t[2] - t[3]) / 2;
+        whole[g] = diff[g] + preload[g];
+        printf("%6d %12.0f %12.0f %12.0f %+10.0f %+10.0f\n", g, (t[0] + t[5]) / 2, (t[1] + t[4]) / 2,
+               (t[2] + t[3]) / 2, diff[g], preload[g]);
     }
     observe(1);
-    double lo = diff[0], hi = diff[0], sum = 0, sq = 0;
-    for (int g = 0; g < groups; g++) {
-        lo = diff[g] < lo ? diff[g] : lo, hi = diff[g] > hi ? diff[g] : hi;
-        sum += diff[g];
-    }
-    double mean = sum / groups;
-    for (int g = 0; g < groups; g++)
-        sq += (diff[g] - mean) * (diff[g] - mean);
-    double se2 = groups > 1 ? 2 * sqrt(sq / (groups - 1) / groups) : 0;
-    double mid = bench_median(diff, groups); /* sorts diff */
+    struct spread o = spread_of(diff, groups), p = spread_of(preload, groups), w = spread_of(whole, groups);
+    double observing_ns = bench_median(on, 2 * groups), forwarding_ns = bench_median(off, 2 * groups),
+           direct_ns = bench_median(bare, 2 * groups);
     printf("median: observe %.0f ns, forward %.0f ns, observe - forward %+.0f ns per iteration (quartiles %+.1f to "
-           "%+.1f, groups %+.0f to %+.0f), mean %+.1f +- %.1f (2 standard errors), %d groups of 4 x %d iterations\n",
-           bench_median(on, 2 * groups), bench_median(off, 2 * groups), mid, bench_quantile_sorted(diff, groups, 0.25),
-           bench_quantile_sorted(diff, groups, 0.75), lo, hi, mean, se2, groups, iters);
+           "%+.1f, groups %+.0f to %+.0f), mean %+.1f +- %.1f (2 standard errors), %d groups of 6 x %d iterations\n",
+           observing_ns, forwarding_ns, o.median, o.q1, o.q3, o.lo, o.hi, o.mean, o.se2, groups, iters);
+    printf("median: forward %.0f ns, direct %.0f ns, forward - direct %+.1f ns per iteration (quartiles %+.1f to "
+           "%+.1f, groups %+.0f to %+.0f), mean %+.1f +- %.1f (2 standard errors); observe - direct %+.1f "
+           "(quartiles %+.1f to %+.1f); %d driver and %d allocator calls per iteration (%s)\n",
+           forwarding_ns, direct_ns, p.median, p.q1, p.q3, p.lo, p.hi, p.mean, p.se2, w.median, w.q1, w.q3,
+           driver_calls[iteration], allocator_calls[iteration], iteration_names[iteration]);
     for (int i = 0; iteration == PAGEABLE && i < PAGEABLE_BUFFERS; i++)
         free(pageable[i]);
     CHECK(d.mem_free(dev));

@@ -10,9 +10,18 @@ Each of N fresh processes runs both; a row pools them: the mean of the processes
 differences, with two standard errors (the larger of the pooled within-process error of each median,
 from its quartiles, and the spread between the processes' medians). Medians, not means: a block now
 and then takes milliseconds longer (the host's own work), and one such block moves a process's mean
-by more than the bound (seen on an H100 instance: +243 +- 488 ns against a median of +99). What
-forwarding itself costs (the wrapper's call and one branch) is in neither side: this bounds
-observing, not the preload.
+by more than the bound (seen on an H100 instance: +243 +- 488 ns against a median of +99).
+
+What forwarding itself costs (the wrapper's call and one branch, the allocation hooks' comparison
+and tail call) is in neither side of those rows. A Python process cannot reach the driver past the
+wrappers the CUDA runtime was handed, but a C one can: observe_ab also times a third side, direct
+(the driver's own functions and the C library's allocator, no shim in the timed calls), so the same
+processes give what forwarding costs a driver call (the C loop's forward - direct, over its 2 calls)
+and an allocator call (observe_ab's alloc iteration, over its 4 calls). Each PyTorch row counts its
+driver calls per operation (the shim's own count while observing) and, in one more process per
+process run under tests/bench/alloc_count.c instead of the shim, its allocator calls per operation.
+The third table adds them up: the whole preload's cost per operation = observe - forward + driver
+calls x forwarding a call + allocator calls x the hooks a call, judged against the same bounds.
 
 Bounds: the share of the operation (difference / forwarding time) at most 1 % (0.99x, as in the
 first table); the C loop at most +100 ns. A share row whose two standard errors alone exceed 1 % of
@@ -39,6 +48,7 @@ ROWS = [
     ("MLP step", "torch: MLP training step (torch_train.py's), fresh pageable batch", "share"),
     ("graph-replayed step", "torch: the same step replayed from a CUDA graph (torch_train.py --graph's)", "share"),
     ("DataLoader pinned", "torch: DataLoader batch, 6 workers, pin_memory=True (torch_dataloader.py's)", "share"),
+    ("4MiB pinned nb", "torch: a 4 MiB pinned tensor .to(cuda, non_blocking) (torch_fresh.py's reference)", "share"),
     ("jax device_put", "jax: jax.device_put of a fresh 128 MiB numpy array (jax_copy.py's)", "share"),
     ("control (no CUDA)", "control: pure Python in the same blocks (should read 0)", "zero"),
     ("C loop", "C: 4-byte cuMemcpyDtoHAsync into pinned + cuStreamSynchronize", "ns"),
@@ -47,6 +57,14 @@ SHARE_MAX, NS_MAX = 1.0, 100.0  # percent of the operation; ns per C-loop iterat
 PY_GROUPS, C_GROUPS, C_ITERS = 200, 400, 100
 OBSERVE_AB_LINE = re.compile(r"^median: observe (\d+) ns, forward (\d+) ns, observe - forward ([+-]\d+) ns per "
                              r"iteration \(quartiles ([+-][0-9.]+) to ([+-][0-9.]+), .*, (\d+) groups of")
+DIRECT_LINE = re.compile(r"^median: forward (\d+) ns, direct (\d+) ns, forward - direct ([+-][0-9.]+) ns per iteration "
+                         r"\(quartiles ([+-][0-9.]+) to ([+-][0-9.]+), .*; (\d+) driver and (\d+) allocator calls per")
+# The preload's per-call pieces (observe_ab's forward - direct): (sample key, label, observe_ab's
+# iteration, the calls one iteration makes of the kind it prices).
+PER_CALL = [("driver call", "C: the wrappers forwarding one driver call (the C loop's forward - direct, / 2)", "item"),
+            ("allocator call", "C: the allocation hooks forwarding one allocator call (malloc/free/new/delete, / 4)",
+             "alloc")]
+ALLOC_GROUPS, ALLOC_ITERS, ALLOC_BLOCKS = 200, 500, 20  # observe_ab alloc; inprocess_ab.py under alloc_count
 
 
 def run_process(argv, env, timeout):
@@ -83,6 +101,8 @@ def python_samples(out):
             skipped[str(d.get("row") or "py")] = str(d["skipped"])
         elif d.get("inprocess"):
             samples[d["inprocess"]] = sample(d["forward_ns"], d["median_ns"], d["q1_ns"], d["q3_ns"], d["groups"])
+            if "driver_calls_per_op" in d:
+                samples[d["inprocess"]]["driver_calls"] = sum(d["driver_calls_per_op"].values())
     return samples, skipped
 
 
@@ -93,6 +113,32 @@ def c_sample(out):
         if m:
             return sample(float(m.group(2)), float(m.group(3)), float(m.group(4)), float(m.group(5)), int(m.group(6)))
     return None
+
+
+def direct_sample(out, groups):
+    """observe_ab's forward - direct line as a sample per call of the kind its iteration prices
+    (its driver calls, else its allocator calls), or None."""
+    for line in out.splitlines():
+        m = DIRECT_LINE.match(line)
+        if m:
+            calls = int(m.group(6)) or int(m.group(7))
+            per = [float(m.group(i)) / calls for i in (3, 4, 5)]
+            return dict(sample(float(m.group(2)), per[0], per[1], per[2], groups), calls=calls)
+    return None
+
+
+def alloc_counts(out):
+    """inprocess_ab.py --json under alloc_count: {row key: allocator calls per operation}."""
+    got = {}
+    for line in out.splitlines():
+        if line.startswith("{"):
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if d.get("allocs"):
+                got[d["allocs"]] = float(d["per_op"])
+    return got
 
 
 def sample(forward_ns, median_ns, q1_ns, q3_ns, groups):
@@ -131,14 +177,18 @@ def bound_text(bound):
     return {"ns": "<=+%dns" % NS_MAX, "zero": "0 +- 2se"}.get(bound, "<=%g%%" % SHARE_MAX)
 
 
-def measure(processes, groups, shim, python, env, observe_ab, timeout, say):
+def measure(processes, groups, shim, python, env, observe_ab, timeout, say, alloc_count=(None, "not built")):
     """Runs inprocess_ab.py and observe_ab (built by the caller: (path, None) or (None, why not)) in
     `processes` fresh processes each, under the shim, with `groups` groups of blocks (None: PY_GROUPS
-    and C_GROUPS); returns the rows (rows_from), the problems met and each row's samples (for
-    run.py --merge to pool with another run's)."""
+    and C_GROUPS), observe_ab's alloc iteration, and inprocess_ab.py once more under alloc_count (the
+    library built from tests/bench/alloc_count.c, likewise) instead of the shim; returns the rows
+    (rows_from), the problems met and each row's samples (for run.py --merge to pool with another
+    run's)."""
+    plain = dict(env, PYTHONDONTWRITEBYTECODE="1")
     env = dict(env, LD_PRELOAD=shim, PINSHIM_SUMMARY="none", PINSHIM_GUARD="off", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PINSHIM_LOG", None)
     exe, why_not = observe_ab
+    counter, counter_why_not = alloc_count
     got = {key: [] for key, _, _ in ROWS}
     skipped = {}
     problems = []
@@ -159,12 +209,31 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say):
                 problems.append("observe_ab, process %d: %s" % (k, err))
             elif s:
                 got["C loop"].append(s)
+                per_call = direct_sample(out, groups or C_GROUPS)
+                if per_call:
+                    got.setdefault("driver call", []).append(per_call)
+                out, err = run_process([exe, str(groups or ALLOC_GROUPS), str(ALLOC_ITERS), "0", "alloc"], env,
+                                       timeout)
+                per_call = direct_sample(out, groups or ALLOC_GROUPS) if out is not None else None
+                if err:
+                    problems.append("observe_ab alloc, process %d: %s" % (k, err))
+                elif per_call:
+                    got.setdefault("allocator call", []).append(per_call)
             else:
                 skipped["c"] = (out.strip().splitlines() or ["no CUDA driver: libcuda.so.1 cannot be loaded"])[-1][:200]
+        if counter:
+            out, err = run_process([python, os.path.join(BENCH, "inprocess_ab.py"), "--json", "--groups",
+                                    str(ALLOC_BLOCKS)], dict(plain, LD_PRELOAD=counter), timeout)
+            if err:
+                problems.append("inprocess_ab.py under alloc_count, process %d: %s" % (k, err))
+            for key, per_op in alloc_counts(out or "").items():
+                got.setdefault("allocs " + key, []).append({"per_op": per_op})
         say("[inprocess %d/%d] %s" % (k, processes, ", ".join("%s %d" % (key, len(v)) for key, v in got.items() if v)
                                       or "nothing measured"))
     if not exe:
         skipped["c"] = "cannot build observe_ab.c: " + why_not
+    if not counter:
+        skipped["allocs"] = "cannot build alloc_count.c: " + counter_why_not
     return rows_from(got, skipped), problems, {key: v for key, v in got.items() if v}
 
 
@@ -174,15 +243,52 @@ def rows_from(samples, skipped=None):
     key, else "py" or "c"), else because no process measured it."""
     skipped = skipped or {}
     rows = []
+    per_call = {key: per_call_row(key, label, samples.get(key), skipped) for key, label, _ in PER_CALL}
     for key, label, bound in ROWS:
         row = {"key": key, "label": label, "bound": bound_text(bound)}
         if samples.get(key):
             row.update(pool(samples[key]))
             row["check"] = verdict(bound, row)
+            if bound != "zero":
+                row.update(whole_preload(bound, row, samples[key], samples.get("allocs " + key), per_call))
         else:
             row["skipped"] = skipped.get(key) or skipped.get("c" if key == "C loop" else "py", "no process measured it")
         rows.append(row)
-    return rows
+    return rows + list(per_call.values())
+
+
+def per_call_row(key, label, got, skipped):
+    """A per-call piece of the preload (PER_CALL) pooled from observe_ab's forward - direct samples."""
+    row = {"key": key, "label": label, "bound": "", "per_call": True}
+    if got:
+        row.update(pool(got))
+    else:
+        row["skipped"] = skipped.get("c", "no process measured it")
+    return row
+
+
+def whole_preload(bound, row, got, allocs, per_call):
+    """What the whole preload costs the row's operation: observing (the row's own figure) plus its
+    driver calls a call's forwarding and its allocator calls a call's hooks, the counts averaged
+    over the processes that counted them; {} where a piece is missing (a folder from before the
+    counts, no C driver, no alloc_count)."""
+    driver = [s["driver_calls"] for s in got if "driver_calls" in s]
+    if row["key"] == "C loop":
+        driver = [2.0]  # observe_ab's item iteration: cuMemcpyDtoHAsync and cuStreamSynchronize
+    counts = {"driver": statistics.fmean(driver) if driver else None,
+              "allocator": 0.0 if row["key"] == "C loop" else
+              (statistics.fmean(a["per_op"] for a in allocs) if allocs else None)}
+    pieces = {"driver": per_call["driver call"], "allocator": per_call["allocator call"]}
+    if any(n is None or "cost_ns" not in pieces[k] for k, n in counts.items()):
+        return {}
+    added = {k: counts[k] * pieces[k]["cost_ns"] for k in counts}
+    cost = row["cost_ns"] + sum(added.values())
+    se2 = (row["se2_ns"] ** 2 + sum((counts[k] * pieces[k]["se2_ns"]) ** 2 for k in counts)) ** 0.5
+    whole = {"cost_ns": cost, "se2_ns": se2, "forward_ns": row["forward_ns"],
+             "share_pct": 100.0 * cost / row["forward_ns"] if row["forward_ns"] > 0 else None}
+    return {"whole": dict(whole, check=verdict(bound, whole), driver_calls=counts["driver"],
+                          allocator_calls=counts["allocator"], driver_ns=added["driver"],
+                          allocator_ns=added["allocator"])}
 
 
 def _num(v, fmt):
@@ -193,6 +299,8 @@ def table_rows(rows, markdown):
     head = ["in one process", "forward", "observe - forward", "share", "bound", "check", "processes"]
     out = [head]
     for r in rows:
+        if r.get("per_call"):
+            continue
         name = r["label"] if markdown else r["key"]
         if r.get("skipped"):
             out.append([name, "", "", "", r["bound"], "", "skipped: " + r["skipped"]])
@@ -200,4 +308,31 @@ def table_rows(rows, markdown):
         out.append([name, "%.0f ns" % r["forward_ns"], "%+.1f +- %.1f ns" % (r["cost_ns"], r["se2_ns"]),
                     _num(r["share_pct"], "%.2f%%"), r["bound"], r["check"],
                     "%d (%s)" % (r["processes"], ", ".join("%+.0f" % m for m in r["per_process_ns"]))])
+    return out
+
+
+def whole_table_rows(rows, markdown):
+    """The third table: per operation, observing plus the preload's forwarding (driver calls x a
+    call's cost) and hooks (allocator calls x a call's cost), against the row's bound; then the two
+    per-call figures. [] when no row has its pieces."""
+    if not any(r.get("whole") for r in rows):
+        return []
+    out = [["whole preload, in one process", "observe - forward", "driver calls x forwarding",
+            "allocator calls x hooks", "whole preload", "share", "bound", "check"]]
+    for r in rows:
+        w = r.get("whole")
+        if not w:
+            continue
+        out.append([r["label"] if markdown else r["key"], "%+.1f ns" % r["cost_ns"],
+                    "%.2f x = %+.1f ns" % (w["driver_calls"], w["driver_ns"]),
+                    "%.1f x = %+.1f ns" % (w["allocator_calls"], w["allocator_ns"]),
+                    "%+.1f +- %.1f ns" % (w["cost_ns"], w["se2_ns"]), _num(w["share_pct"], "%.2f%%"), r["bound"],
+                    w["check"]])
+    for r in rows:
+        if r.get("per_call"):
+            out.append([r["label"] if markdown else r["key"], "", "", "",
+                        "skipped: " + r["skipped"] if r.get("skipped") else
+                        "%+.2f +- %.2f ns a call" % (r["cost_ns"], r["se2_ns"]), "", "",
+                        "%d (%s)" % (r["processes"], ", ".join("%+.2f" % m for m in r["per_process_ns"]))
+                        if not r.get("skipped") else ""])
     return out

@@ -88,7 +88,7 @@ WORKLOADS = [
     Workload("torch_offload", "torch_offload.py", est_s=5.2,
              turn2={"d2h": "5.3x", "h2d": "3.1x", "d2h_pinned": "9.8ms"}, lockstep=True),
     Workload("torch_fresh", "torch_fresh.py", est_s=5.5, turn2={"64MiB": "1.5x", "64MiB_pinned": "1.2ms"},
-             lockstep=True, inside={"1MiB": "1MB fresh pageable"}),
+             lockstep=True, inside={"1MiB": "1MB fresh pageable", "4MiB_pinned": "4MiB pinned nb"}),
     Workload("torch_first_d2h", "torch_first_copy.py", ["--dir", "d2h"], est_s=4.4),
     Workload("torch_first_h2d", "torch_first_copy.py", ["--dir", "h2d"], est_s=4.6),
     Workload("torch_pinned_d2h", "torch_pinned_d2h.py", est_s=4.3, turn2={"copy": "g+86us"}),
@@ -751,9 +751,16 @@ def miss_note(workload, row, side, inprocess_rows=()):
     inside = next((r for r in inprocess_rows if r["key"] == row.get("inside") and r.get("check")), None)
     if inside and side == "shim":
         what += "; inside one process (its row %s), observing costs it %+.1f +- %.1f ns%s: %s" % (
-            inside["key"], inside["cost_ns"], inside["se2_ns"],
-            " (%.2f%%)" % inside["share_pct"] if inside.get("share_pct") is not None else "", inside["check"])
+            inside["key"], inside["cost_ns"], inside["se2_ns"], share_text(inside), inside["check"])
+        whole = inside.get("whole")
+        if whole:
+            what += ", and the whole preload %+.1f +- %.1f ns%s: %s" % (whole["cost_ns"], whole["se2_ns"],
+                                                                       share_text(whole), whole["check"])
     return what
+
+
+def share_text(figure):
+    return " (%.2f%%)" % figure["share_pct"] if figure.get("share_pct") is not None else ""
 
 
 def footer(ctx, report):
@@ -809,12 +816,19 @@ def inprocess_tables(ctx):
     """The in-process table as text and as markdown (both "" when it was not measured)."""
     if not ctx.inprocess:
         return "", ""
+    rows = ctx.inprocess["rows"]
     title = ("# inside one process: observing against forwarding, ns per operation: the mean of %d processes' "
              "median differences +- 2 standard errors (tests/bench/workloads/inprocess.py)"
-             % max(r.get("processes", 0) for r in ctx.inprocess["rows"]))
-    return ("\n".join(["", "", title, render_text(inprocess.table_rows(ctx.inprocess["rows"], markdown=False))]),
-            "\n".join([title.lstrip("# ").capitalize() + ":", "", render_markdown(
-                inprocess.table_rows(ctx.inprocess["rows"], markdown=True)), ""]))
+             % max(r.get("processes", 0) for r in rows))
+    text = ["", "", title, render_text(inprocess.table_rows(rows, markdown=False))]
+    markdown = [title.lstrip("# ").capitalize() + ":", "", render_markdown(inprocess.table_rows(rows, markdown=True)), ""]
+    if inprocess.whole_table_rows(rows, False):
+        whole_title = ("# the whole preload inside one process: observing, plus each driver call's forwarding and each "
+                       "allocator call's hooks (the C side's forward - direct), ns per operation")
+        text += ["", whole_title, render_text(inprocess.whole_table_rows(rows, markdown=False))]
+        markdown += [whole_title.lstrip("# ").capitalize() + ":", "",
+                     render_markdown(inprocess.whole_table_rows(rows, markdown=True)), ""]
+    return "\n".join(text), "\n".join(markdown)
 
 
 def write_outputs(ctx, head, report, text, markdown_table, foot):
@@ -1030,9 +1044,10 @@ def main(argv=None):
 def run_inprocess(ctx):
     """The in-process table's measurements (inprocess.py), before the pairs."""
     observe_ab = build_bench(ctx, "observe_ab", ["-ldl", "-lm"])
+    alloc_count = build_bench(ctx, "alloc_count", ["-shared", "-fPIC", "-ldl"])
     rows, problems, samples = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim,
                                                 ctx.python, os.environ, observe_ab, max(ctx.args.timeout, 300.0),
-                                                lambda line: print(line, flush=True))
+                                                lambda line: print(line, flush=True), alloc_count)
     ctx.inprocess = {"rows": rows, "problems": problems, "samples": samples}
 
 
