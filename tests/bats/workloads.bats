@@ -498,6 +498,12 @@ EOF
     row fake_noisy t | grep -E ' 0.97x +WIDE '
     # fake_noisy's t stands for the in-process row item: +50 and +70 pooled, +60.0 +- 20.0 ns (0.60 %)
     grep -E "^note fake_noisy: t shim 0.97x, .*; pair by pair, shim faster in 2 of 4, the pairs' median 0.99x; inside one process \(its row item\), observing costs it \+60.0 \+- 20.0 ns \(0.60%\): PASS$" "$WORK/out.txt"
+    # with a driver for observe_ab (the fake), the per-call pieces are priced and the note adds the
+    # whole preload's figure (its value is the fake's noise; its form is checked)
+    rm -f "$WORK/count"
+    LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_noisy --pairs 4 --inprocess 2 --inprocess-groups 4 --python "$WORK/py"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    grep -E "^note fake_noisy: t shim 0.97x, .*; inside one process \(its row item\), observing costs it \+60.0 \+- 20.0 ns \(0.60%\): PASS, and the whole preload [+-][0-9.]+ \+- [0-9.]+ ns \([-0-9.]+%\): (PASS|MISS|WIDE)$" "$WORK/out.txt"
     # every workload's in-process row names a row of the in-process table (a misspelt one would never match)
     python3 - "$ROOT/tests/bench/workloads" <<'PY'
 import sys
@@ -1301,6 +1307,10 @@ probe_refuses_then_skips() {
     run python3 "$ROOT/tests/bench/inprocess_ab.py" --cold 5000
     [ "$status" -ne 0 ]
     echo "$output" | grep -F -- "--cold 0 to 4096 (MiB), not 100, 200 and 5000"
+    # neither the shim nor alloc_count preloaded: nothing to measure or count with, and it says so
+    run python3 "$ROOT/tests/bench/inprocess_ab.py" --groups 4
+    [ "$status" -ne 0 ]
+    echo "$output" | grep -F "neither pinshim_bench_observe nor alloc_count_calls found"
     run python3 "$ROOT/tests/bench/workloads/torch_fresh.py" --sizes 1,3
     [ "$status" -eq 2 ]
     echo "$output" | grep -F -- "--sizes 1,3: expected sizes in MiB among 1,4,8,64,256,1024"
@@ -1320,6 +1330,11 @@ probe_refuses_then_skips() {
     [ "$status" -eq 0 ]
     [[ "$output" == '{"workload": "torch_reuse", "skipped": "torch not importable'* ]]
     LD_PRELOAD="$SHIM" run python3 "$ROOT/tests/bench/inprocess_ab.py" --cold 8 --ops 20 --groups 4
+    [ "$status" -eq 0 ]
+    [ "$output" = "inprocess_ab.py: no PyTorch here; nothing measured" ]
+    # under alloc_count instead of the shim it counts; here too without PyTorch it measures nothing
+    cc -O2 -shared -fPIC "$ROOT/tests/bench/alloc_count.c" -o "$WORK/libcount.so" -ldl
+    LD_PRELOAD="$WORK/libcount.so" run python3 "$ROOT/tests/bench/inprocess_ab.py" --groups 4
     [ "$status" -eq 0 ]
     [ "$output" = "inprocess_ab.py: no PyTorch here; nothing measured" ]
 }

@@ -221,7 +221,7 @@ def main():
     if allocs:
         print("allocator calls per operation (under alloc_count, not the shim; %d blocks a row)" % args.groups)
     else:
-        print("%-22s %12s %12s %28s %14s %7s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
+        print("%-22s %12s %12s %28s %14s %7s %8s" % ("workload", "forward ns", "observe ns", "observe - forward (q1..q3)",
                                                  "mean +- 2 se", "ratio", "calls/op"))
     if args.cold:
         cold_block = dict(cold)
