@@ -59,8 +59,8 @@ OBSERVE_AB_LINE = re.compile(r"^median: observe (\d+) ns, forward (\d+) ns, obse
                              r"iteration \(quartiles ([+-][0-9.]+) to ([+-][0-9.]+), .*, (\d+) groups of")
 DIRECT_LINE = re.compile(r"^median: forward (\d+) ns, direct (\d+) ns, forward - direct ([+-][0-9.]+) ns per iteration "
                          r"\(quartiles ([+-][0-9.]+) to ([+-][0-9.]+), .*; (\d+) driver and (\d+) allocator calls per")
-# The preload's per-call pieces (observe_ab's forward - direct): (sample key, label, observe_ab's
-# iteration, the calls one iteration makes of the kind it prices).
+# The preload's per-call pieces (observe_ab's forward - direct over the calls its iteration makes of
+# the kind it prices): (sample key, label, the observe_ab iteration that prices it).
 PER_CALL = [("driver call", "C: the wrappers forwarding one driver call (the C loop's forward - direct, / 2)", "item"),
             ("allocator call", "C: the allocation hooks forwarding one allocator call (malloc/free/new/delete, / 4)",
              "alloc")]
@@ -212,8 +212,8 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say, allo
                 per_call = direct_sample(out, groups or C_GROUPS)
                 if per_call:
                     got.setdefault("driver call", []).append(per_call)
-                out, err = run_process([exe, str(groups or ALLOC_GROUPS), str(ALLOC_ITERS), "0", "alloc"], env,
-                                       timeout)
+                out, err = run_process([exe, str(groups or ALLOC_GROUPS), str(ALLOC_ITERS), "0", PER_CALL[1][2]],
+                                       env, timeout)
                 per_call = direct_sample(out, groups or ALLOC_GROUPS) if out is not None else None
                 if err:
                     problems.append("observe_ab alloc, process %d: %s" % (k, err))
@@ -233,7 +233,7 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say, allo
     if not exe:
         skipped["c"] = "cannot build observe_ab.c: " + why_not
     if not counter:
-        skipped["allocs"] = "cannot build alloc_count.c: " + counter_why_not
+        say("[inprocess] no whole-preload table: cannot build alloc_count.c: " + counter_why_not)
     return rows_from(got, skipped), problems, {key: v for key, v in got.items() if v}
 
 
