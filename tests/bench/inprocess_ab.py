@@ -280,8 +280,9 @@ def driver_calls_reader():
 
 
 def calls_per_op(before, after, ops):
-    """{entry point: calls per operation} between two readings of driver_calls_reader over `ops`
-    operations (entry points the row did not call left out)."""
+    """{counter: calls per operation} between two readings of a set of call counters (the shim's
+    entry points, alloc_count's functions) over `ops` operations (counters that did not move left
+    out)."""
     return {k: round((n - before.get(k, 0)) / ops, 3) for k, n in sorted(after.items())
             if ops and n > before.get(k, 0)}
 
@@ -292,10 +293,9 @@ def count_allocations(args, name, block_fn, blocks, read):
     before, ops = read(), 0
     for _ in range(blocks):
         ops += block_fn()[1]
-    after = read()
-    per_fn = {k: round((after[k] - before[k]) / ops, 3) for k in after if k not in ("calls", "large")
-              and after[k] > before[k]}
-    per_op = (after["calls"] - before["calls"]) / ops
+    per_fn = calls_per_op(before, read(), ops)
+    per_op = per_fn.pop("calls", 0.0)  # the totals: every counted call, and those of 1 MiB or more
+    per_fn.pop("large", None)
     print("%-22s %10.2f calls/op (%s)" % (name, per_op, ", ".join("%s %.2f" % kv for kv in per_fn.items())),
           flush=True)
     if args.json:

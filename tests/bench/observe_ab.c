@@ -74,7 +74,8 @@ static bool evicting; /* data or code, before each iteration */
 #define PAGEABLE_BYTES 4096
 #define FRESH_BYTES (1 << 20)
 static enum { ITEM, PAGEABLE, FRESH, ALLOC } iteration; /* what one iteration does */
-static const char *const iteration_names[] = {"item", "pageable", "fresh", "alloc"};
+static const char *const iteration_names[] = {"item", "pageable", "fresh", "alloc"}; /* in the enum's order */
+#define ITERATIONS ((int)(sizeof iteration_names / sizeof *iteration_names))
 static const int driver_calls[] = {2, 1, 2, 0};    /* per iteration, timed */
 static const int allocator_calls[] = {0, 0, 2, 4}; /* likewise */
 static void *pageable[PAGEABLE_BUFFERS];            /* PAGEABLE's buffers */
@@ -264,9 +265,9 @@ int main(int argc, char **argv)
     }
     if (argc > 4) {
         int k = 0;
-        while (k < 4 && strcmp(argv[4], iteration_names[k]) != 0)
+        while (k < ITERATIONS && strcmp(argv[4], iteration_names[k]) != 0)
             k++;
-        if (k == 4) {
+        if (k == ITERATIONS) {
             fprintf(stderr, "observe_ab: argument 4 is '%s': expected item, pageable, fresh or alloc\n", argv[4]);
             return 2;
         }

@@ -123,7 +123,7 @@ def direct_sample(out, groups):
         if m:
             calls = int(m.group(6)) or int(m.group(7))
             per = [float(m.group(i)) / calls for i in (3, 4, 5)]
-            return dict(sample(float(m.group(2)), per[0], per[1], per[2], groups), calls=calls)
+            return sample(float(m.group(2)), per[0], per[1], per[2], groups)
     return None
 
 
@@ -273,8 +273,8 @@ def whole_preload(bound, row, got, allocs, per_call):
     over the processes that counted them; {} where a piece is missing (a folder from before the
     counts, no C driver, no alloc_count)."""
     driver = [s["driver_calls"] for s in got if "driver_calls" in s]
-    if row["key"] == "C loop":
-        driver = [2.0]  # observe_ab's item iteration: cuMemcpyDtoHAsync and cuStreamSynchronize
+    if row["key"] == "C loop":  # observe_ab's item iteration (its closing line says so): kept folders'
+        driver = [2.0]          # C-loop samples predate the line's counts, so they are not read from it
     counts = {"driver": statistics.fmean(driver) if driver else None,
               "allocator": 0.0 if row["key"] == "C loop" else
               (statistics.fmean(a["per_op"] for a in allocs) if allocs else None)}

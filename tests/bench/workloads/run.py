@@ -822,10 +822,11 @@ def inprocess_tables(ctx):
              % max(r.get("processes", 0) for r in rows))
     text = ["", "", title, render_text(inprocess.table_rows(rows, markdown=False))]
     markdown = [title.lstrip("# ").capitalize() + ":", "", render_markdown(inprocess.table_rows(rows, markdown=True)), ""]
-    if inprocess.whole_table_rows(rows, False):
+    whole_text = inprocess.whole_table_rows(rows, markdown=False)
+    if whole_text:
         whole_title = ("# the whole preload inside one process: observing, plus each driver call's forwarding and each "
                        "allocator call's hooks (the C side's forward - direct), ns per operation")
-        text += ["", whole_title, render_text(inprocess.whole_table_rows(rows, markdown=False))]
+        text += ["", whole_title, render_text(whole_text)]
         markdown += [whole_title.lstrip("# ").capitalize() + ":", "",
                      render_markdown(inprocess.whole_table_rows(rows, markdown=True)), ""]
     return "\n".join(text), "\n".join(markdown)
