@@ -208,7 +208,15 @@ CPP
     grep -q "argument 5 is 'many': expected a whole number" "$WORK/pg.err"
     run_app pg shim "$WORK/observe_ab" 2 50 0 sideways
     [ "$(cat "$WORK/pg.rc")" = 2 ]
-    grep -q "argument 4 is 'sideways': expected item, pageable, fresh or alloc" "$WORK/pg.err"
+    grep -q "argument 4 is 'sideways': expected item, pageable, fresh, alloc or pinned" "$WORK/pg.err"
+    # the program's pinned memory, with the evicting writes one per page
+    PINSHIM_SUMMARY=json run_app pn shim "$WORK/observe_ab" 2 20 64 pinned 0 4096
+    show pn
+    grep -qE '^median: forward [0-9]+ ns, direct [0-9]+ ns, .*; 1 driver and 0 allocator calls per iteration \(pinned\)$' "$WORK/pn.out"
+    grep -q '"dir":"h2d","host_kind":"pinned","bucket_min":4096,"count":101,' "$WORK/pn.err"
+    run_app pn shim "$WORK/observe_ab" 2 20 64 pinned 0 0
+    [ "$(cat "$WORK/pn.rc")" = 2 ]
+    grep -q "argument 6 is '0': expected a whole number" "$WORK/pn.err"
     PINSHIM_GUARD=warn PINSHIM_SUMMARY=none run_app shim shim "$WORK/observe_ab" 3 50
     grep -q 'refused to switch.*nothing measured' "$WORK/shim.out"
     run_app shim shim "$WORK/observe_ab" 3 zero

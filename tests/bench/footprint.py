@@ -155,6 +155,13 @@ def main():
     print("shim data lines by variable:")
     for key, c in shim_data.most_common():
         print("  %6.1f %s" % (c / k, key))
+    pages = collections.Counter()
+    for lines in steady:
+        for key in {(is_code, line >> 6) for is_code, line in lines}:
+            pages[name(key[0], key[1] << 6)] += 1
+    print("4 KiB pages one iteration touches (what the TLBs must hold): %.1f" % (sum(pages.values()) / k))
+    for key, c in pages.most_common():
+        print("  %6.1f %s" % (c / k, key))
     print("those %d iterations together: %d lines" % (k, sum(together.values())))
     for key, c in together.most_common():
         print("  %6d %s" % (c, key))

@@ -38,8 +38,15 @@
  * A fifth, code KiB, also runs that much generated code before each iteration (a chain of short
  * jumps, one per 16 bytes; x86-64 only), so that the shim's instructions start cold too: a
  * framework's own code between two calls evicts them as its data does (0, the default: none).
- * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB [item|pageable|fresh|alloc [code KiB]]]]]
- *        (default 20 2000 0 item 0)
+ * Each jump is a branch the predictors must hold, so a large chain also leaves the shim's branches
+ * unpredicted, and one of more than a few MiB its code pages out of the TLBs.
+ * A sixth, stride bytes, spaces the evicting writes that far apart (64, the default: every line):
+ * 4096 writes once per page, so that the buffer pushes the shim's pages out of the TLBs at a
+ * sixty-fourth of the writes. Another iteration, `pinned`, is `pageable` from the program's pinned
+ * memory: PyTorch's pinned 4 KB .to("cuda", non_blocking=True).
+ * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB
+ *            [item|pageable|fresh|alloc|pinned [code KiB [stride bytes]]]]]]
+ *        (default 20 2000 0 item 0 64)
  * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl -lm */
 #define _GNU_SOURCE
 #include <math.h>
@@ -67,26 +74,26 @@ extern void *__libc_malloc(size_t);
 extern void __libc_free(void *);
 
 static volatile unsigned char *evict_buf;
-static size_t evict_bytes;
+static size_t evict_bytes, evict_stride = 64; /* one write per stride bytes */
 static bool evicting; /* data or code, before each iteration */
 
 #define PAGEABLE_BUFFERS 1000
 #define PAGEABLE_BYTES 4096
 #define FRESH_BYTES (1 << 20)
-static enum { ITEM, PAGEABLE, FRESH, ALLOC } iteration; /* what one iteration does */
-static const char *const iteration_names[] = {"item", "pageable", "fresh", "alloc"}; /* in the enum's order */
+static enum { ITEM, PAGEABLE, FRESH, ALLOC, PINNED } iteration; /* what one iteration does */
+static const char *const iteration_names[] = {"item", "pageable", "fresh", "alloc", "pinned"}; /* the enum's order */
 #define ITERATIONS ((int)(sizeof iteration_names / sizeof *iteration_names))
-static const int driver_calls[] = {2, 1, 2, 0};    /* per iteration, timed */
-static const int allocator_calls[] = {0, 0, 2, 4}; /* likewise */
+static const int driver_calls[] = {2, 1, 2, 0, 1};    /* per iteration, timed */
+static const int allocator_calls[] = {0, 0, 2, 4, 0}; /* likewise */
 static void *pageable[PAGEABLE_BUFFERS];            /* PAGEABLE's buffers */
 
 static void (*evict_code)(void); /* generated code, run before each iteration (NULL: none) */
 
-/* Pushes the caches' earlier contents out: one write per 64-byte line of the buffer, then the
- * generated code. */
+/* Pushes the caches' earlier contents out: one write per line (or per stride) of the buffer, then
+ * the generated code. */
 static void evict(void)
 {
-    for (size_t i = 0; i < evict_bytes; i += 64)
+    for (size_t i = 0; i < evict_bytes; i += evict_stride)
         evict_buf[i]++;
     if (evict_code)
         evict_code();
@@ -205,6 +212,8 @@ static double block(const struct side *sd, void *host, CUdeviceptr dev, CUstream
             alloc_pairs(sd, i);
         } else if (iteration == PAGEABLE) {
             CHECK(sd->htod_async(dev, pageable[i % PAGEABLE_BUFFERS], PAGEABLE_BYTES, s));
+        } else if (iteration == PINNED) {
+            CHECK(sd->htod_async(dev, host, PAGEABLE_BYTES, s));
         } else {
             CHECK(sd->dtoh_async(host, dev, 4, s));
             CHECK(sd->stream_sync(s));
@@ -214,7 +223,7 @@ static double block(const struct side *sd, void *host, CUdeviceptr dev, CUstream
     }
     if (!evicting && iteration != FRESH)
         total = bench_ns(CLOCK_MONOTONIC) - t0;
-    if (iteration == PAGEABLE)
+    if (iteration == PAGEABLE || iteration == PINNED)
         CHECK(sd->stream_sync(s));
     return total / iters;
 }
@@ -268,7 +277,8 @@ int main(int argc, char **argv)
         while (k < ITERATIONS && strcmp(argv[4], iteration_names[k]) != 0)
             k++;
         if (k == ITERATIONS) {
-            fprintf(stderr, "observe_ab: argument 4 is '%s': expected item, pageable, fresh or alloc\n", argv[4]);
+            fprintf(stderr, "observe_ab: argument 4 is '%s': expected item, pageable, fresh, alloc or pinned\n",
+                    argv[4]);
             return 2;
         }
         iteration = k;
@@ -279,6 +289,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (argc > 6)
+        evict_stride = (size_t)positive_arg(argc, argv, 6, 64);
     evicting = evict_bytes || evict_code;
     bench_observe_fn observe = (bench_observe_fn)dlsym(RTLD_DEFAULT, "pinshim_bench_observe");
     if (!observe) {
