@@ -1,4 +1,5 @@
-/* driver.c: run-time state of the entry-point table (see driver.h). */
+/* driver.c: run-time state of the entry-point table (see driver.h), and the one definition of the
+ * page every wrapped call reads: the gate and the rows' real functions (gate.h). */
 #include "driver.h"
 
 #include <string.h>
@@ -12,10 +13,13 @@ const struct driver_entry driver_entries[ENTRY_COUNT] = {
 #undef X
 };
 
-struct driver_hot driver_hot[ENTRY_COUNT] = {
+/* The gate's page (gate.h), with each row's flavour known from the start. */
+struct pinshim_hot pinshim_hot = {
+    .driver = {
 #define X(id, exp, query, vmin, vmax, flavour, shape) {NULL, FLAVOUR_##flavour},
-    PINSHIM_DRIVER_ENTRIES(X)
+        PINSHIM_DRIVER_ENTRIES(X)
 #undef X
+    },
 };
 
 void driver_set_real(enum driver_entry_id id, void *fn)
@@ -23,16 +27,16 @@ void driver_set_real(enum driver_entry_id id, void *fn)
     if (!fn)
         return;
     void *expected = NULL;
-    __atomic_compare_exchange_n(&driver_hot[id].real, &expected, fn, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
+    __atomic_compare_exchange_n(&pinshim_hot.driver[id].real, &expected, fn, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
 }
 
 PINSHIM_HOT void *driver_real(enum driver_entry_id id)
 {
-    void *fn = __atomic_load_n(&driver_hot[id].real, __ATOMIC_ACQUIRE);
+    void *fn = __atomic_load_n(&pinshim_hot.driver[id].real, __ATOMIC_ACQUIRE);
     if (PINSHIM_LIKELY(fn != NULL))
         return fn;
     driver_set_real(id, real_driver_symbol(driver_entries[id].export_name));
-    return __atomic_load_n(&driver_hot[id].real, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&pinshim_hot.driver[id].real, __ATOMIC_ACQUIRE);
 }
 
 int driver_find_export(const char *name)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "driver_table.h"
+#include "gate.h" /* pinshim_hot.driver: each row's real function and flavour */
 
 struct driver_entry {
     const char *export_name;
@@ -24,14 +25,6 @@ struct driver_entry {
 
 extern const struct driver_entry driver_entries[ENTRY_COUNT];
 
-/* What every call of a row reads, side by side on one cache line: its real function (driver_real)
- * and its flavour (driver_stream). Apart, the two were two misses per call where the program's
- * own work evicts the shim between calls. */
-struct driver_hot {
-    void *real; /* NULL until known */
-    enum driver_flavour flavour;
-};
-extern struct driver_hot driver_hot[ENTRY_COUNT];
 
 /* The real function for a row, resolved from libcuda's export on first use; NULL if absent. */
 void *driver_real(enum driver_entry_id id);
@@ -51,7 +44,7 @@ static inline CUstream driver_stream(enum driver_entry_id id, CUstream stream)
 {
     if (stream)
         return stream;
-    return driver_hot[id].flavour == FLAVOUR_PTDS ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+    return pinshim_hot.driver[id].flavour == FLAVOUR_PTDS ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
 }
 
 #endif

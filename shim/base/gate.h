@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "driver_table.h"
+
 /* Bits of follow: what makes every copy leave the counted path. */
 enum {
     GATE_FOLLOW_LOG = 1u << 0,   /* the per-transfer log is configured (observe/log.c) */
@@ -32,6 +34,8 @@ struct pinshim_gate {
     uint64_t small_below;  /* a copy below this many bytes is too small to stage (copy/copy.h) */
     uint64_t ns_per_tick_q32; /* base/clock.h: nanoseconds per tick << 32, once calibrated (0 before) */
     uint64_t plain_pages;     /* the generation of hostmem/plain_pages.c's memo: host tables' changes */
+    uint64_t page_kinds;      /* the generation of hostmem/memkind.c's page memo and of each thread's
+                               * last range (base/thread.h): its table's changes */
     uint8_t small_unstaged;   /* why a pageable copy too small to stage is not staged: enum unstaged_reason
                                * (the stats read it back for the copies they count in one cell) */
     bool prewarm_pending;     /* the next pageable copy starts the staging pool (stage/stage.c) */
@@ -39,6 +43,26 @@ struct pinshim_gate {
 
 _Static_assert(sizeof(struct pinshim_gate) == 64, "the gate is one cache line");
 
-extern struct pinshim_gate pinshim_gate;
+/* What every call of a driver row reads, side by side on one line: its real function (driver_real)
+ * and its flavour (driver_stream). Apart, the two were two misses per call. */
+struct driver_hot {
+    void *real; /* NULL until known */
+    enum driver_flavour flavour;
+};
+
+/* The one page of the shim's own data that every wrapped call reads: the gate, then each driver
+ * row's real function and flavour (base/driver.c defines it). A framework's work between two calls
+ * pushes the shim's page translations out of the TLBs as it pushes its lines out of the caches;
+ * the gate (in .bss) and the rows (in .data) were a page each. */
+struct pinshim_hot {
+    struct pinshim_gate gate;
+    struct driver_hot driver[ENTRY_COUNT];
+} __attribute__((aligned(4096)));
+_Static_assert(sizeof(struct pinshim_hot) == 4096, "the gate and the driver rows are one page");
+
+extern struct pinshim_hot pinshim_hot;
+
+/* The gate's words are read as pinshim_gate.WORD. */
+#define pinshim_gate (pinshim_hot.gate)
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "alloc_events.h"
 #include "base/common.h"
+#include "base/gate.h"
 #include "base/page_memo.h"
 #include "base/real.h"
 #include "plain_pages.h"
@@ -38,6 +39,10 @@ static bool driver_allowed = true;
 enum { MEMO_PAGEABLE, MEMO_PINNED, MEMO_REGISTERED };
 static struct page_memo page_kinds;
 
+/* page_kinds' generation, kept on the gate's line (base/gate.h): a small pinned copy found in the
+ * thread's last range reads no line of this file's. */
+static inline uint64_t kinds_generation(void) { return __atomic_load_n(&pinshim_gate.page_kinds, __ATOMIC_ACQUIRE); }
+
 /* Index of the first range with base > p. Caller holds the lock. */
 static size_t upper_bound(uintptr_t p)
 {
@@ -61,7 +66,7 @@ static inline bool cache_holds(uintptr_t p, uint64_t gen)
 
 PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
 {
-    uint64_t gen = page_memo_generation(&page_kinds);
+    uint64_t gen = kinds_generation();
     if (cache_holds(p, gen)) {
         const struct pinshim_kind_hit *hit = &pinshim_thread.kind_hit;
         *out = (struct range){hit->base, hit->end, (enum host_kind)hit->kind};
@@ -74,7 +79,7 @@ PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
         *out = ranges[i - 1];
         found = true;
     }
-    gen = page_memo_generation(&page_kinds); /* under the lock: the table is still the one searched */
+    gen = kinds_generation(); /* under the lock: the table is still the one searched */
     pthread_rwlock_unlock(&table_lock);
     if (found) {
         pinshim_thread.kind_hit = (struct pinshim_kind_hit){gen, out->base, out->end, (int)out->kind};
@@ -132,7 +137,7 @@ enum host_kind memkind_of_driver(uintptr_t p) { return driver_kind(p); }
 
 PINSHIM_HOT enum host_kind memkind_last_range(uintptr_t p)
 {
-    if (cache_holds(p, page_memo_generation(&page_kinds)))
+    if (cache_holds(p, kinds_generation()))
         return (enum host_kind)pinshim_thread.kind_hit.kind;
     return KIND_UNKNOWN;
 }
@@ -140,7 +145,7 @@ PINSHIM_HOT enum host_kind memkind_last_range(uintptr_t p)
 PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
 {
     /* the generation is read before the lookup: a change meanwhile leaves the answer stale */
-    uint64_t gen = page_memo_generation(&page_kinds);
+    uint64_t gen = kinds_generation();
     /* the thread's last range first: the small tensors of one pinned block share it, where each
      * page's memo word lies on a line of its own, cold between a framework's copies */
     if (cache_holds(p, gen))
@@ -208,7 +213,7 @@ void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind)
     memmove(&ranges[i + 1], &ranges[i], (range_count - i) * sizeof *ranges);
     ranges[i] = (struct range){base, end, kind};
     range_count++;
-    page_memo_raise(&page_kinds);
+    page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
     plain_pages_changed();
     pthread_rwlock_unlock(&table_lock);
 }
@@ -220,7 +225,7 @@ void memkind_remove_range(uintptr_t base)
     if (i > 0 && ranges[i - 1].base == base) {
         memmove(&ranges[i - 1], &ranges[i], (range_count - i) * sizeof *ranges);
         range_count--;
-        page_memo_raise(&page_kinds);
+        page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
         plain_pages_changed();
     }
     pthread_rwlock_unlock(&table_lock);
@@ -230,7 +235,7 @@ void memkind_clear(void)
 {
     pthread_rwlock_wrlock(&table_lock);
     range_count = 0;
-    page_memo_raise(&page_kinds);
+    page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
     plain_pages_changed();
     pthread_rwlock_unlock(&table_lock);
 }
@@ -240,14 +245,14 @@ void memkind_forget_all(void)
     pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
     table_lock = fresh; /* the parent's lock may have been held by a thread that does not exist here */
     range_count = 0;
-    page_memo_raise(&page_kinds);
+    page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
     plain_pages_changed();
 }
 
 static void host_unmapped(uintptr_t lo, uintptr_t hi)
 {
     (void)lo, (void)hi;
-    page_memo_raise(&page_kinds);
+    page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
     plain_pages_changed();
 }
 
