@@ -140,7 +140,7 @@ PINSHIM_HOT void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size
     if (result != CUDA_SUCCESS)
         stats_add_failed_copy();
     else
-        stats_add_transfer(ctxdev_current(), dir, k, bytes, ACTION_PASS, host_ns);
+        stats_add_own_pinned(ctxdev_current(), dir, k, bytes, host_ns);
 }
 
 PINSHIM_HOT void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, CUresult result,

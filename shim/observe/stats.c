@@ -25,22 +25,38 @@ struct cell {
  * Per-thread counters (base/tally.h): adding is a plain store into the thread's own copy, whose
  * pages are touched only for the devices the thread copies to. */
 #define DEVICE_SLOTS (STATS_DEVICES + 1)
-static struct cell transfers[DEVICE_SLOTS][DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT] TALLY;
-struct sync_cell {
-    uint64_t count, timed, host_ns; /* in this order: tally_add3; timed: the calls whose time was read */
+#define SMALL_DIRS 2 /* H2D, D2H */
+#define OWN_KINDS 2  /* pinned, registered */
+
+/* A row's calls; a sync point's also its timing (timed: the calls whose time was read). */
+struct entry_cell {
+    uint64_t calls, timed, host_ns; /* in this order: tally_add3 */
 };
-static struct sync_cell syncs[ENTRY_COUNT] TALLY;
-static uint64_t calls[ENTRY_COUNT] TALLY;
+
+/* What a call the shim only counts adds to, on one page of the thread's copy: every row's calls,
+ * and device 0's small pageable copies and copies of the program's own pinned memory (passed, H2D
+ * or D2H); the other devices' such cells lie below. Spread over the transfer table and the calls'
+ * and syncs' arrays, they were three pages per copy, and a framework's work between two calls
+ * pushes the shim's page translations out of the TLBs as it pushes its lines out of the caches. The
+ * sums fold these cells back into the transfer table (sum_transfer_cell). */
+static struct {
+    struct entry_cell entries[ENTRY_COUNT];
+    /* stats_add_small_pageable's cells: direction, flavour (sync, async), size bucket. A small
+     * copy's one line where it was three (transfer, reason, advice); read back as a transfer, as
+     * stats_unstaged and as stats_small_pageable */
+    struct cell small_pageable[SMALL_DIRS][2][STATS_BUCKETS];
+    struct cell own_pinned[SMALL_DIRS][OWN_KINDS][STATS_BUCKETS]; /* direction, kind, size bucket */
+} hot TALLY __attribute__((aligned(4096)));
+_Static_assert(sizeof hot <= 4096, "the counted calls' counters are one page");
+static struct cell small_pageable_rest[DEVICE_SLOTS - 1][SMALL_DIRS][2][STATS_BUCKETS] TALLY;
+static struct cell own_pinned_rest[DEVICE_SLOTS - 1][SMALL_DIRS][OWN_KINDS][STATS_BUCKETS] TALLY;
+/* the rest of the transfers (a cell of own pinned memory passed is always 0 here) */
+static struct cell transfers[DEVICE_SLOTS][DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT] TALLY;
 static uint64_t failed_copies TALLY;
 /* The summary writers' buffers are 64 KiB: too large for small thread stacks, hence static and
  * locked. A forked child starts with fresh locks (stats_reset): a parent thread may have held one. */
 static pthread_mutex_t summary_lock = PTHREAD_MUTEX_INITIALIZER, record_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cell unstaged[UNSTAGED_COUNT] TALLY;
-/* stats_add_small_pageable's cells: device slot, direction (H2D, D2H), flavour (sync, async), size
- * bucket. A small copy's one line where it was three (transfer, reason, advice); sum_transfer_cell folds
- * them into the transfer table, stats_unstaged and stats_small_pageable into the rest. */
-#define SMALL_DIRS 2
-static struct cell small_pageable[DEVICE_SLOTS][SMALL_DIRS][2][STATS_BUCKETS] TALLY;
 
 static void add(uint64_t *counter, uint64_t v) { tally_add(counter, v); }
 static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
@@ -62,10 +78,40 @@ PINSHIM_HOT unsigned stats_bucket(size_t bytes)
 
 uint64_t stats_bucket_min(unsigned bucket) { return bucket == 0 ? 0 : 4096ull << (2 * (bucket - 1)); }
 
+/* Device slot v's cell of small pageable copies (dir: DIR_H2D or DIR_D2H). */
+static struct cell *small_cell(unsigned v, enum copy_dir dir, bool async, unsigned bucket)
+{
+    return v == 0 ? &hot.small_pageable[dir == DIR_D2H][async][bucket]
+                  : &small_pageable_rest[v - 1][dir == DIR_D2H][async][bucket];
+}
+
+/* Whether a transfer cell is one of own_pinned's: the program's pinned memory passed, H2D or D2H. */
+static bool is_own_pinned(enum copy_dir dir, enum host_kind kind, enum copy_action action)
+{
+    return action == ACTION_PASS && (dir == DIR_H2D || dir == DIR_D2H) &&
+           (kind == KIND_PINNED || kind == KIND_REGISTERED);
+}
+
+/* Device slot v's cell of such copies. */
+static struct cell *own_pinned_cell(unsigned v, enum copy_dir dir, enum host_kind kind, unsigned bucket)
+{
+    unsigned d = dir == DIR_D2H, k = kind == KIND_REGISTERED;
+    return v == 0 ? &hot.own_pinned[d][k][bucket] : &own_pinned_rest[v - 1][d][k][bucket];
+}
+
 PINSHIM_HOT void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
                         enum copy_action action, uint64_t host_ns)
 {
-    tally_add3(&transfers[device_slot(device)][dir][kind][stats_bucket(bytes)][action].count, 1, bytes, host_ns);
+    unsigned v = device_slot(device), b = stats_bucket(bytes);
+    struct cell *c = is_own_pinned(dir, kind, action) ? own_pinned_cell(v, dir, kind, b)
+                                                      : &transfers[v][dir][kind][b][action];
+    tally_add3(&c->count, 1, bytes, host_ns);
+}
+
+PINSHIM_HOT void stats_add_own_pinned(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
+                                      uint64_t host_ns)
+{
+    tally_add3(&own_pinned_cell(device_slot(device), dir, kind, stats_bucket(bytes))->count, 1, bytes, host_ns);
 }
 
 void stats_add_failed_copy(void) { add(&failed_copies, 1); }
@@ -73,7 +119,7 @@ void stats_add_failed_copy(void) { add(&failed_copies, 1); }
 PINSHIM_HOT void stats_add_small_pageable(int32_t device, enum copy_dir dir, bool async, size_t bytes,
                                           uint64_t host_ns)
 {
-    tally_add3(&small_pageable[device_slot(device)][dir == DIR_D2H][async][stats_bucket(bytes)].count, 1, bytes, host_ns);
+    tally_add3(&small_cell(device_slot(device), dir, async, stats_bucket(bytes))->count, 1, bytes, host_ns);
 }
 
 /* Adds cell c's three counters to the sums (an empty cell costs one read: a summary reads them all). */
@@ -94,18 +140,22 @@ void stats_small_pageable(enum copy_dir dir, bool async, uint64_t *count, uint64
         return;
     for (int v = 0; v < DEVICE_SLOTS; v++)
         for (unsigned b = 0; b < STATS_BUCKETS; b++)
-            sum_cell(&small_pageable[v][dir == DIR_D2H][async][b], count, bytes, host_ns);
+            sum_cell(small_cell((unsigned)v, dir, async, b), count, bytes, host_ns);
 }
 
 /* Adds transfer cell (v, dir, kind, bucket, action) to the sums, with the small pageable copies it
- * stands for. */
+ * stands for, or from the hot page's cells of own pinned memory. */
 static void sum_transfer_cell(int v, int dir, int kind, unsigned bucket, int action, uint64_t *count,
                               uint64_t *bytes, uint64_t *host_ns)
 {
+    if (is_own_pinned((enum copy_dir)dir, (enum host_kind)kind, (enum copy_action)action)) {
+        sum_cell(own_pinned_cell((unsigned)v, (enum copy_dir)dir, (enum host_kind)kind, bucket), count, bytes, host_ns);
+        return;
+    }
     sum_cell(&transfers[v][dir][kind][bucket][action], count, bytes, host_ns);
     if (kind == KIND_PAGEABLE && action == ACTION_PASS && (dir == DIR_H2D || dir == DIR_D2H))
         for (int async = 0; async < 2; async++)
-            sum_cell(&small_pageable[v][dir == DIR_D2H][async][bucket], count, bytes, host_ns);
+            sum_cell(small_cell((unsigned)v, (enum copy_dir)dir, async, bucket), count, bytes, host_ns);
 }
 
 PINSHIM_HOT void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
@@ -114,14 +164,15 @@ PINSHIM_HOT void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
     add(&unstaged[why].bytes, bytes);
 }
 
+/* The call itself was counted by stats_add_call, on the same line. */
 PINSHIM_HOT void stats_add_sync(enum driver_entry_id entry, uint64_t timed, uint64_t host_ns)
 {
-    tally_add3(&syncs[entry].count, 1, timed, host_ns);
+    tally_add3(&hot.entries[entry].calls, 0, timed, host_ns);
 }
 
 PINSHIM_HOT void stats_add_call(enum driver_entry_id entry)
 {
-    add(&calls[entry], 1);
+    add(&hot.entries[entry].calls, 1);
     if (PINSHIM_UNLIKELY(!__atomic_load_n(&pinshim_gate.active, __ATOMIC_RELAXED)))
         __atomic_store_n(&pinshim_gate.active, true, __ATOMIC_RELAXED);
 }
@@ -134,11 +185,11 @@ void stats_reset(void)
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     summary_lock = fresh;
     record_lock = fresh;
+    tally_zero(&hot, sizeof hot);
+    tally_zero(small_pageable_rest, sizeof small_pageable_rest);
+    tally_zero(own_pinned_rest, sizeof own_pinned_rest);
     tally_zero(transfers, sizeof transfers);
-    tally_zero(syncs, sizeof syncs);
-    tally_zero(calls, sizeof calls);
     tally_zero(unstaged, sizeof unstaged);
-    tally_zero(small_pageable, sizeof small_pageable);
     tally_zero(&failed_copies, sizeof failed_copies);
     pinshim_gate.active = false;
 }
@@ -172,6 +223,23 @@ static bool next_row(int v, unsigned *i, struct cell_row *r)
     return false;
 }
 
+static const char *const sync_calls[] = {"cuStreamSynchronize", "cuStreamQuery", "cuCtxSynchronize",
+                                         "cuEventSynchronize", "cuEventQuery", "cuEventRecord",
+                                         "cuEventRecordWithFlags"};
+#define SYNC_CALL_COUNT (sizeof sync_calls / sizeof sync_calls[0])
+
+/* Sync rows are summed over the legacy and per-thread variants of one call. */
+static void sync_totals(const char *query, uint64_t *count, uint64_t *timed, uint64_t *ns)
+{
+    *count = *timed = *ns = 0;
+    for (int e = 0; e < ENTRY_COUNT; e++)
+        if (strcmp(driver_entries[e].query_name, query) == 0) {
+            *count += get(&hot.entries[e].calls);
+            *timed += get(&hot.entries[e].timed);
+            *ns += get(&hot.entries[e].host_ns);
+        }
+}
+
 void stats_snapshot(struct pinshim_stats *out)
 {
     memset(out->dir, 0, sizeof out->dir);
@@ -184,8 +252,11 @@ void stats_snapshot(struct pinshim_stats *out)
         }
     out->failed_copies = get(&failed_copies);
     out->sync_calls = 0;
-    for (int e = 0; e < ENTRY_COUNT; e++)
-        out->sync_calls += get(&syncs[e].count);
+    for (size_t s = 0; s < SYNC_CALL_COUNT; s++) {
+        uint64_t n, timed, ns;
+        sync_totals(sync_calls[s], &n, &timed, &ns);
+        out->sync_calls += n;
+    }
 }
 
 /* --- output: a growing buffer written with one write(2) loop at the end --- */
@@ -247,17 +318,6 @@ static const char *bucket_label(unsigned b, char *buf, size_t len)
     return buf;
 }
 
-/* Sync rows are summed over the legacy and per-thread variants of one call. */
-static void sync_totals(const char *query, uint64_t *count, uint64_t *timed, uint64_t *ns)
-{
-    *count = *timed = *ns = 0;
-    for (int e = 0; e < ENTRY_COUNT; e++)
-        if (strcmp(driver_entries[e].query_name, query) == 0) {
-            *count += get(&syncs[e].count);
-            *timed += get(&syncs[e].timed);
-            *ns += get(&syncs[e].host_ns);
-        }
-}
 
 void stats_staged(uint64_t *count, uint64_t *bytes)
 {
@@ -329,10 +389,6 @@ static void write_sections(struct out *o, bool json)
     }
 }
 
-static const char *const sync_calls[] = {"cuStreamSynchronize", "cuStreamQuery", "cuCtxSynchronize",
-                                         "cuEventSynchronize", "cuEventQuery", "cuEventRecord",
-                                         "cuEventRecordWithFlags"};
-#define SYNC_CALL_COUNT (sizeof sync_calls / sizeof sync_calls[0])
 
 static void write_json(struct out *o)
 {
@@ -368,7 +424,7 @@ static void write_json(struct out *o)
     outf(o, "],\"entry_points\":{");
     first = true;
     for (int e = 0; e < ENTRY_COUNT; e++) {
-        uint64_t n = get(&calls[e]);
+        uint64_t n = get(&hot.entries[e].calls);
         if (!n)
             continue;
         outf(o, "%s\"%s\":%llu", first ? "" : ",", driver_entries[e].export_name, (unsigned long long)n);

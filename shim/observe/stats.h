@@ -1,6 +1,7 @@
 /* stats.h: the per-process counters and the exit summary, the one printer for all of them.
  * Transfers are counted by device x direction x host memory kind x size bucket x action (count,
- * bytes, host time); sync points and entry-point calls by row. Buckets are powers of 4 from 4 KiB:
+ * bytes, host time); sync points and entry-point calls by row. What a call the shim only counts
+ * adds to lies on one page of the thread's counters (stats.c). Buckets are powers of 4 from 4 KiB:
  * [0,4K) [4K,16K) ... [1G,4G) [4G,inf). Devices are the ordinals 0 to STATS_DEVICES - 1 of the
  * copy's context; an unknown device, or a higher ordinal, is counted as device unknown (null).
  * Layers above contribute their own part of the summary (staging, the registration cache, the
@@ -28,6 +29,11 @@ uint64_t stats_bucket_min(unsigned bucket);
 /* device: the ordinal (struct copy's device), -1 when unknown. */
 void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
                         enum copy_action action, uint64_t host_ns);
+
+/* A copy of the program's own pinned or registered memory (kind), passed H2D or D2H (dir): the
+ * transfer stats_add_transfer counts for ACTION_PASS, in the cell it counts it in, found with fewer
+ * steps (copy/copy.c's counted shortcut). */
+void stats_add_own_pinned(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes, uint64_t host_ns);
 
 /* Copies, bytes and host time of one direction, host kind and action in one size bucket, over
  * every device (for the advice's estimates). */
