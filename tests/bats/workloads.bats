@@ -473,6 +473,7 @@ PY
 fake_interpreter() {
     cat >"$WORK/py" <<EOF
 #!/bin/sh
+echo "\$LD_PRELOAD: \$*" >>"$WORK/args"
 case "\$LD_PRELOAD:\$1" in
 *alloc_count*:*inprocess_ab.py)
     echo '{"allocs": "item", "per_op": 10.0, "ops": 2000, "by_function": {"malloc": 5.0, "free": 5.0}}'
@@ -560,6 +561,23 @@ PY
     grep -E '^item +\+60.0 ns +2.00 x = [+-][0-9.]+ ns +10.0 x = [+-][0-9.]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=1% +(PASS|MISS|WIDE)$' "$WORK/out.txt"
     grep -E '^allocator call +[+-][0-9.]+ \+- [0-9.]+ ns a call +2 \(' "$WORK/out.txt"
     grep -F '| torch: x.item() of a 1-element CUDA tensor | +60.0 ns | 2.00 x = ' "$WORK/res/table.md"
+}
+
+@test "workloads harness: --inprocess-only asks inprocess_ab.py for the rows named, under the shim and under alloc_count, and says the others were not asked" {
+    fake_interpreter
+    harness --fake --only fake_same --pairs 1 --no-guard --inprocess 2 --inprocess-groups 4 --inprocess-only nb \
+        --python "$WORK/py"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    [ "$(grep -c 'inprocess_ab.py --json --groups 4 --only nb$' "$WORK/args")" = 2 ]
+    [ "$(grep -c 'alloc_count.*inprocess_ab.py --json --groups [0-9]* --only nb$' "$WORK/args")" = 2 ]
+    grep -E '^4KB pinned nb +10000 ns +\+150.0 ' "$WORK/out.txt"
+    grep -E '^4KB pageable +<=1% +skipped: not asked \(--inprocess-only nb\)$' "$WORK/out.txt"
+    grep -E '^MLP step +<=1% +skipped: not asked \(--inprocess-only nb\)$' "$WORK/out.txt"
+    # a row the name holds that no process printed is not "not asked"
+    grep -E '^4KB pageable nb +<=1% +skipped: no process measured it$' "$WORK/out.txt"
+    harness --fake --only fake_same --pairs 1 --inprocess 1 --inprocess-only ' '
+    [ "$(cat "$WORK/rc")" = 2 ]
+    grep -F -- "--inprocess-only: expected part of a row's name" "$WORK/out.txt"
 }
 
 @test "workloads harness: --merge makes one table of several runs' folders: pairs numbered on, in-process processes pooled" {

@@ -177,13 +177,16 @@ def bound_text(bound):
     return {"ns": "<=+%dns" % NS_MAX, "zero": "0 +- 2se"}.get(bound, "<=%g%%" % SHARE_MAX)
 
 
-def measure(processes, groups, shim, python, env, observe_ab, timeout, say, alloc_count=(None, "not built")):
+def measure(processes, groups, shim, python, env, observe_ab, timeout, say, alloc_count=(None, "not built"),
+            only=None):
     """Runs inprocess_ab.py and observe_ab (built by the caller: (path, None) or (None, why not)) in
     `processes` fresh processes each, under the shim, with `groups` groups of blocks (None: PY_GROUPS
     and C_GROUPS), observe_ab's alloc iteration, and inprocess_ab.py once more under alloc_count (the
-    library built from tests/bench/alloc_count.c, likewise) instead of the shim; returns the rows
-    (rows_from), the problems met and each row's samples (for run.py --merge to pool with another
-    run's)."""
+    library built from tests/bench/alloc_count.c, likewise) instead of the shim; with `only`, the
+    PyTorch rows whose name holds it (inprocess_ab.py --only), the others skipped as not asked.
+    Returns the rows (rows_from), the problems met and each row's samples (for run.py --merge to pool
+    with another run's)."""
+    chosen = ["--only", only] if only else []
     plain = dict(env, PYTHONDONTWRITEBYTECODE="1")
     env = dict(env, LD_PRELOAD=shim, PINSHIM_SUMMARY="none", PINSHIM_GUARD="off", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PINSHIM_LOG", None)
@@ -194,7 +197,7 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say, allo
     problems = []
     for k in range(1, processes + 1):
         out, err = run_process([python, os.path.join(BENCH, "inprocess_ab.py"), "--json", "--groups",
-                                str(groups or PY_GROUPS)], env, timeout)
+                                str(groups or PY_GROUPS)] + chosen, env, timeout)
         if err:
             problems.append("inprocess_ab.py, process %d: %s" % (k, err))
         else:
@@ -223,13 +226,16 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say, allo
                 skipped["c"] = (out.strip().splitlines() or ["no CUDA driver: libcuda.so.1 cannot be loaded"])[-1][:200]
         if counter:
             out, err = run_process([python, os.path.join(BENCH, "inprocess_ab.py"), "--json", "--groups",
-                                    str(ALLOC_BLOCKS)], dict(plain, LD_PRELOAD=counter), timeout)
+                                    str(ALLOC_BLOCKS)] + chosen, dict(plain, LD_PRELOAD=counter), timeout)
             if err:
                 problems.append("inprocess_ab.py under alloc_count, process %d: %s" % (k, err))
             for key, per_op in alloc_counts(out or "").items():
                 got.setdefault("allocs " + key, []).append({"per_op": per_op})
         say("[inprocess %d/%d] %s" % (k, processes, ", ".join("%s %d" % (key, len(v)) for key, v in got.items() if v)
                                       or "nothing measured"))
+    for key, _, _ in ROWS if only else ():
+        if key != "C loop" and not key.startswith("control") and only.lower() not in key.lower():
+            skipped.setdefault(key, "not asked (--inprocess-only %s)" % only)
     if not exe:
         skipped["c"] = "cannot build observe_ab.c: " + why_not
     if not counter:

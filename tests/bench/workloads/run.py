@@ -151,6 +151,9 @@ def parse_args(argv):
     p.add_argument("--inprocess-groups", type=int, default=None, metavar="G",
                    help="groups of four blocks per in-process measurement (default %d for PyTorch, %d for the C loop)"
                         % (inprocess.PY_GROUPS, inprocess.C_GROUPS))
+    p.add_argument("--inprocess-only", default=None, metavar="TEXT",
+                   help="measure only the PyTorch rows whose name holds TEXT inside one process (inprocess_ab.py "
+                        "--only; the control, the C loop and the per-call rows still run): more processes a call")
     p.add_argument("--shim", default=os.path.join(ROOT, "build", "libpinshim.so"), help="the library to preload")
     p.add_argument("--python", default=os.environ.get("PYTHON") or sys.executable,
                    help="interpreter for the workload scripts (default $PYTHON, else this one)")
@@ -175,6 +178,8 @@ def parse_args(argv):
         p.error("--inprocess must be 0 or more")
     if args.inprocess_groups is not None and args.inprocess_groups < 4:
         p.error("--inprocess-groups must be at least 4")
+    if args.inprocess_only is not None and not args.inprocess_only.strip():
+        p.error("--inprocess-only: expected part of a row's name (inprocess.py's rows), not an empty string")
     if args.out is None and os.environ.get("OUT") and not args.merge:
         args.out = os.path.join(os.environ["OUT"], "bench-workloads")
     if args.groups is not None:
@@ -1048,7 +1053,8 @@ def run_inprocess(ctx):
     alloc_count = build_bench(ctx, "alloc_count", ["-shared", "-fPIC", "-ldl"])
     rows, problems, samples = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim,
                                                 ctx.python, os.environ, observe_ab, max(ctx.args.timeout, 300.0),
-                                                lambda line: print(line, flush=True), alloc_count)
+                                                lambda line: print(line, flush=True), alloc_count,
+                                                ctx.args.inprocess_only)
     ctx.inprocess = {"rows": rows, "problems": problems, "samples": samples}
 
 
