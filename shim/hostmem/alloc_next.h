@@ -5,9 +5,10 @@
  * The allocation hooks (alloc.c) forward to it; the tracking table (alloc_table.c) takes its own
  * memory from it directly (alloc_next_malloc/calloc/realloc/free), never through the hooks, so the
  * shim's bookkeeping is never itself an allocation event.
- * Contract: thread-safe; errno as the next allocator leaves it. alloc_next_ready() is the hooks'
- * fast path (one load once resolved); it returns false on a thread that is resolving (re-entered
- * from dlsym), and the caller then uses the arena. */
+ * Contract: thread-safe; errno as the next allocator leaves it. alloc_next_ready() is one load once
+ * resolved (the hooks' most frequent calls skip even that: alloc.c keeps the resolved malloc and
+ * free where they jump); it returns false on a thread that is resolving (re-entered from dlsym), and
+ * the caller then uses the arena. */
 #ifndef PINSHIM_ALLOC_NEXT_H
 #define PINSHIM_ALLOC_NEXT_H
 
