@@ -25,7 +25,6 @@ struct driver_entry {
 
 extern const struct driver_entry driver_entries[ENTRY_COUNT];
 
-
 /* The real function for a row, resolved from libcuda's export on first use; NULL if absent. */
 void *driver_real(enum driver_entry_id id);
 

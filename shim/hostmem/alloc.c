@@ -65,8 +65,12 @@ static struct {
     void (*free)(void *);
 } usual = {malloc_rest, free_rest};
 
+/* Once the next allocator is known: its malloc, then its free (so a free already published means
+ * both are; a large allocation's or a watched block's every later call skips the stores). */
 static void publish_usual(void)
 {
+    if (__atomic_load_n(&usual.free, __ATOMIC_RELAXED) != free_rest)
+        return;
     __atomic_store_n(&usual.malloc, alloc_next.malloc, __ATOMIC_RELAXED);
     __atomic_store_n(&usual.free, alloc_next.free, __ATOMIC_RELAXED);
 }

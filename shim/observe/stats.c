@@ -99,19 +99,20 @@ static struct cell *own_pinned_cell(unsigned v, enum copy_dir dir, enum host_kin
     return v == 0 ? &hot.own_pinned[d][k][bucket] : &own_pinned_rest[v - 1][d][k][bucket];
 }
 
-PINSHIM_HOT void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
-                        enum copy_action action, uint64_t host_ns)
-{
-    unsigned v = device_slot(device), b = stats_bucket(bytes);
-    struct cell *c = is_own_pinned(dir, kind, action) ? own_pinned_cell(v, dir, kind, b)
-                                                      : &transfers[v][dir][kind][b][action];
-    tally_add3(&c->count, 1, bytes, host_ns);
-}
-
 PINSHIM_HOT void stats_add_own_pinned(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
                                       uint64_t host_ns)
 {
     tally_add3(&own_pinned_cell(device_slot(device), dir, kind, stats_bucket(bytes))->count, 1, bytes, host_ns);
+}
+
+PINSHIM_HOT void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
+                        enum copy_action action, uint64_t host_ns)
+{
+    if (is_own_pinned(dir, kind, action)) {
+        stats_add_own_pinned(device, dir, kind, bytes, host_ns);
+        return;
+    }
+    tally_add3(&transfers[device_slot(device)][dir][kind][stats_bucket(bytes)][action].count, 1, bytes, host_ns);
 }
 
 void stats_add_failed_copy(void) { add(&failed_copies, 1); }
@@ -318,7 +319,6 @@ static const char *bucket_label(unsigned b, char *buf, size_t len)
     return buf;
 }
 
-
 void stats_staged(uint64_t *count, uint64_t *bytes)
 {
     *count = *bytes = 0;
@@ -388,7 +388,6 @@ static void write_sections(struct out *o, bool json)
             outf(o, "%s", buf);
     }
 }
-
 
 static void write_json(struct out *o)
 {
