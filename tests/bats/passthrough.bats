@@ -199,6 +199,11 @@ CPP
     show al
     grep -qE '^median: forward [0-9]+ ns, direct [0-9]+ ns, .*; 0 driver and 4 allocator calls per iteration \(alloc\)$' "$WORK/al.out"
     grep -q '"tracked_allocations":0,' "$WORK/al.err"
+    # its halves, each priced apart: a malloc and its free; a new and its delete
+    run_app al shim "$WORK/observe_ab" 2 50 0 malloc
+    grep -qE '^median: forward [0-9]+ ns, direct [0-9]+ ns, .*; 0 driver and 2 allocator calls per iteration \(malloc\)$' "$WORK/al.out"
+    run_app al shim "$WORK/observe_ab" 2 50 0 new
+    grep -qE '^median: forward [0-9]+ ns, direct [0-9]+ ns, .*; 0 driver and 2 allocator calls per iteration \(new\)$' "$WORK/al.out"
     # with data and code evicted before each iteration (x86-64: the generated code runs)
     run_app pg shim "$WORK/observe_ab" 2 20 64 pageable 64
     [ "$(cat "$WORK/pg.rc")" = 0 ]
@@ -208,7 +213,7 @@ CPP
     grep -q "argument 5 is 'many': expected a whole number" "$WORK/pg.err"
     run_app pg shim "$WORK/observe_ab" 2 50 0 sideways
     [ "$(cat "$WORK/pg.rc")" = 2 ]
-    grep -q "argument 4 is 'sideways': expected item, pageable, fresh, alloc or pinned" "$WORK/pg.err"
+    grep -q "argument 4 is 'sideways': expected item, pageable, fresh, alloc, pinned, malloc or new" "$WORK/pg.err"
     # the program's pinned memory, with the evicting writes one per page
     PINSHIM_SUMMARY=json run_app pn shim "$WORK/observe_ab" 2 20 64 pinned 0 4096
     show pn

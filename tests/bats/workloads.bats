@@ -476,7 +476,7 @@ fake_interpreter() {
 echo "\$LD_PRELOAD: \$*" >>"$WORK/args"
 case "\$LD_PRELOAD:\$1" in
 *alloc_count*:*inprocess_ab.py)
-    echo '{"allocs": "item", "per_op": 10.0, "ops": 2000, "by_function": {"malloc": 5.0, "free": 5.0}}'
+    echo '{"allocs": "item", "per_op": 10.0, "cxx_per_op": 6.0, "ops": 2000, "by_function": {"malloc": 5.0, "free": 5.0}}'
     echo '{"allocs": "4KB pinned nb", "per_op": 20.0, "ops": 2000, "by_function": {"malloc": 10.0, "free": 10.0}}' ;;
 *inprocess_ab.py)
     n=\$(cat "$WORK/count" 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n >"$WORK/count"
@@ -545,12 +545,14 @@ rows = {r["key"]: r for r in json.load(open(sys.argv[1]))["inprocess"]["rows"]}
 assert rows["item"]["per_process_ns"] == [50, 70], rows["item"]
 assert rows["C loop"]["processes"] == 2, rows["C loop"]
 # the whole preload: observing, plus 2 driver calls (counted by the shim) at observe_ab's forward -
-# direct a call, plus 10 allocator calls (alloc_count) at its alloc iteration's a call
-drv, alloc = rows["driver call"], rows["allocator call"]
-assert drv["processes"] == alloc["processes"] == 2, (drv, alloc)
+# direct a call, plus 10 allocator calls (alloc_count), 6 of them C++'s: 4 at its malloc iteration's
+# a call, 6 at its new iteration's
+drv, c_alloc, cxx_alloc = rows["driver call"], rows["malloc call"], rows["new call"]
+assert drv["processes"] == c_alloc["processes"] == cxx_alloc["processes"] == 2, (drv, c_alloc, cxx_alloc)
+assert "allocator call" not in rows, rows  # the price of a kept folder only
 w = rows["item"]["whole"]
-assert (w["driver_calls"], w["allocator_calls"]) == (2.0, 10.0), w
-expect = 60.0 + 2 * drv["cost_ns"] + 10 * alloc["cost_ns"]
+assert (w["driver_calls"], w["allocator_calls"], w["cxx_calls"]) == (2.0, 10.0, 6.0), w
+expect = 60.0 + 2 * drv["cost_ns"] + 4 * c_alloc["cost_ns"] + 6 * cxx_alloc["cost_ns"]
 assert abs(w["cost_ns"] - expect) < 1e-6 and abs(w["share_pct"] - expect / 100) < 1e-9, (w, expect)
 assert w["se2_ns"] >= 20.0 and w["check"] in ("PASS", "MISS", "WIDE"), w
 # a row without its counts (4KB pinned nb: no driver calls from this stand-in) has no whole figure
@@ -558,8 +560,9 @@ assert "whole" not in rows["4KB pinned nb"] and "whole" in rows["C loop"], rows
 assert rows["C loop"]["whole"]["allocator_calls"] == 0 and rows["C loop"]["whole"]["driver_calls"] == 2
 PY
     grep -E '^# the whole preload inside one process' "$WORK/out.txt"
-    grep -E '^item +\+60.0 ns +2.00 x = [+-][0-9.]+ ns +10.0 x = [+-][0-9.]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=1% +(PASS|MISS|WIDE)$' "$WORK/out.txt"
-    grep -E '^allocator call +[+-][0-9.]+ \+- [0-9.]+ ns a call +2 \(' "$WORK/out.txt"
+    grep -E '^item +\+60.0 ns +2.00 x = [+-][0-9.]+ ns +10.0 x \(6.0 C\+\+\) = [+-][0-9.]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=1% +(PASS|MISS|WIDE)$' "$WORK/out.txt"
+    grep -E '^malloc call +[+-][0-9.]+ \+- [0-9.]+ ns a call +2 \(' "$WORK/out.txt"
+    grep -E '^new call +[+-][0-9.]+ \+- [0-9.]+ ns a call +2 \(' "$WORK/out.txt"
     grep -F '| torch: x.item() of a 1-element CUDA tensor | +60.0 ns | 2.00 x = ' "$WORK/res/table.md"
 }
 

@@ -88,6 +88,7 @@ def main():
     ops = args.ops
     observe = getattr(ctypes.CDLL(None), "pinshim_bench_observe", None)
     allocs = wl.alloc_counts_reader() if observe is None else None
+    allocs_cxx = wl.alloc_counts_cxx_reader() if allocs else None
     if observe is None and allocs is None:
         sys.exit("inprocess_ab.py: neither pinshim_bench_observe nor alloc_count_calls found: run it with "
                  "LD_PRELOAD=build/libpinshim.so, or with the library built from tests/bench/alloc_count.c")
@@ -241,7 +242,7 @@ def main():
         for _ in range(3):
             block(fn, True)
         if allocs:
-            count_allocations(args, name, fn, groups, allocs)
+            count_allocations(args, name, fn, groups, allocs, allocs_cxx)
             continue
         before, observed_ops[0] = entry_calls(), 0
         fwd, obs, diffs = [], [], []
@@ -287,19 +288,26 @@ def calls_per_op(before, after, ops):
             if ops and n > before.get(k, 0)}
 
 
-def count_allocations(args, name, block_fn, blocks, read):
-    """Under alloc_count: the row's allocator calls per operation over `blocks` blocks, printed
-    (and as a JSON line with --json: {"allocs": row, "per_op": calls, "by_function": {...}})."""
-    before, ops = read(), 0
+def count_allocations(args, name, block_fn, blocks, read, read_cxx):
+    """Under alloc_count: the row's allocator calls per operation over `blocks` blocks and, of
+    them, those made through C++'s new and delete in their plain, array, sized and nothrow forms
+    (the aligned ones reach the C library's aligned_alloc, under the shim too), printed (and as a
+    JSON line with --json: {"allocs": row, "per_op": calls, "cxx_per_op": C++ calls, "by_function":
+    {...}, "cxx_by_form": {...}})."""
+    before, before_cxx, ops = read(), read_cxx() if read_cxx else {}, 0
     for _ in range(blocks):
         ops += block_fn()[1]
     per_fn = calls_per_op(before, read(), ops)
+    per_form = calls_per_op(before_cxx, read_cxx(), ops) if read_cxx else {}
     per_op = per_fn.pop("calls", 0.0)  # the totals: every counted call, and those of 1 MiB or more
     per_fn.pop("large", None)
-    print("%-22s %10.2f calls/op (%s)" % (name, per_op, ", ".join("%s %.2f" % kv for kv in per_fn.items())),
+    cxx = round(sum(n for form, n in per_form.items() if "align" not in form), 3)
+    print("%-22s %10.2f calls/op, %.2f of them C++'s (%s)" % (name, per_op, cxx,
+                                                              ", ".join("%s %.2f" % kv for kv in per_fn.items())),
           flush=True)
     if args.json:
-        print(json.dumps({"allocs": name, "per_op": per_op, "ops": ops, "by_function": per_fn}), flush=True)
+        print(json.dumps({"allocs": name, "per_op": per_op, "cxx_per_op": cxx, "ops": ops, "by_function": per_fn,
+                          "cxx_by_form": per_form}), flush=True)
 
 
 def replayed_step(torch, dev):

@@ -9,10 +9,14 @@
  *             include/pinshim.h) making its wrappers forward each call untouched and its allocation
  *             hooks track nothing new;
  *   direct  - no shim at all in the timed calls: the driver's own functions (found with the C
- *             library's dlsym on libcuda's handle, past the shim's dlsym) and the C library's own
- *             allocator (__libc_malloc, __libc_free, also standing for C++'s new and delete, whose
- *             libstdc++ forms call malloc and free: one call fewer than a program without the shim
- *             makes, so direct is, if anything, faster than no shim).
+ *             library's dlsym on libcuda's handle, past the shim's dlsym), the C library's own
+ *             allocator (__libc_malloc, __libc_free) and, for C++'s new and delete, what a program
+ *             without the shim reaches: a C++ runtime's operator new and delete are functions that
+ *             call the C library's malloc and free through their PLT (libstdc++'s: new loops on
+ *             the new-handler while malloc fails), modelled here by runtime_new and runtime_delete
+ *             (the shim defines both and goes from the caller to the allocator in one step). Until
+ *             2026-12-07 direct called __libc_malloc and __libc_free for them, a call fewer than a
+ *             program without the shim makes, which priced the hooks of a C++ allocation too high.
  * Each group of six blocks gives two paired differences: observe - forward (what observing costs)
  * and forward - direct (what the preload costs while forwarding: the wrappers' call and branch, the
  * allocation hooks' comparison and tail call). Their sum is what the whole shim costs the loop.
@@ -35,6 +39,8 @@
  * the malloc, and the copy through the free, are timed. Or `alloc`: no driver call, a small malloc
  * and its free, then C++'s operator new and delete of the same size (the program's: the shim's
  * when it is preloaded), sizes 64 and 512 bytes in turn: what the allocation hooks cost a call.
+ * `malloc` and `new` are its two halves alone (a malloc and its free; a new and its delete), each
+ * priced apart: a workload's allocator calls are mostly one kind or the other (PyTorch's are C++'s).
  * A fifth, code KiB, also runs that much generated code before each iteration (a chain of short
  * jumps, one per 16 bytes; x86-64 only), so that the shim's instructions start cold too: a
  * framework's own code between two calls evicts them as its data does (0, the default: none).
@@ -45,7 +51,7 @@
  * sixty-fourth of the writes. Another iteration, `pinned`, is `pageable` from the program's pinned
  * memory: PyTorch's pinned 4 KB .to("cuda", non_blocking=True).
  * Usage: LD_PRELOAD=build/libpinshim.so observe_ab [groups [iterations per block [evict KiB
- *            [item|pageable|fresh|alloc|pinned [code KiB [stride bytes]]]]]]
+ *            [item|pageable|fresh|alloc|pinned|malloc|new [code KiB [stride bytes]]]]]]
  *        (default 20 2000 0 item 0 64)
  * Build: gcc -std=gnu11 -O2 -I$CUDA_HOME/include tests/bench/observe_ab.c -o observe_ab -ldl -lm */
 #define _GNU_SOURCE
@@ -80,11 +86,12 @@ static bool evicting; /* data or code, before each iteration */
 #define PAGEABLE_BUFFERS 1000
 #define PAGEABLE_BYTES 4096
 #define FRESH_BYTES (1 << 20)
-static enum { ITEM, PAGEABLE, FRESH, ALLOC, PINNED } iteration; /* what one iteration does */
-static const char *const iteration_names[] = {"item", "pageable", "fresh", "alloc", "pinned"}; /* the enum's order */
+static enum { ITEM, PAGEABLE, FRESH, ALLOC, PINNED, MALLOC, NEW } iteration; /* what one iteration does */
+static const char *const iteration_names[] = {"item",   "pageable", "fresh", "alloc",
+                                              "pinned", "malloc",   "new"}; /* the enum's order */
 #define ITERATIONS ((int)(sizeof iteration_names / sizeof *iteration_names))
-static const int driver_calls[] = {2, 1, 2, 0, 1};    /* per iteration, timed */
-static const int allocator_calls[] = {0, 0, 2, 4, 0}; /* likewise */
+static const int driver_calls[] = {2, 1, 2, 0, 1, 0, 0};    /* per iteration, timed */
+static const int allocator_calls[] = {0, 0, 2, 4, 0, 2, 2}; /* likewise */
 static void *pageable[PAGEABLE_BUFFERS];            /* PAGEABLE's buffers */
 
 static void (*evict_code)(void); /* generated code, run before each iteration (NULL: none) */
@@ -153,7 +160,20 @@ static struct side program_side(const struct test_driver *d)
                          (void (*)(void *))need(dlsym(RTLD_DEFAULT, "_ZdlPv"), "operator delete")};
 }
 
-/* The direct side: the driver's own functions and the C library's allocator. */
+/* A C++ runtime's operator new(size_t) and operator delete(void *) without the shim: out of line,
+ * reaching the C library's malloc and free through the PLT (no new-handler is installed here, so
+ * where libstdc++ would throw std::bad_alloc this exits). */
+static __attribute__((noinline)) void *runtime_new(size_t n)
+{
+    void *p = __libc_malloc(n ? n : 1);
+    if (!p)
+        exit(1);
+    return p;
+}
+
+static __attribute__((noinline)) void runtime_delete(void *p) { __libc_free(p); }
+
+/* The direct side: the driver's own functions, the C library's allocator, a runtime's new and delete. */
 static struct side direct_side(const struct test_driver *d)
 {
     return (struct side){
@@ -162,7 +182,7 @@ static struct side direct_side(const struct test_driver *d)
         (CUresult(*)(CUdeviceptr, const void *, size_t, CUstream))need(libc_dlsym(d->lib, "cuMemcpyHtoDAsync_v2"),
                                                                        "cuMemcpyHtoDAsync_v2"),
         (CUresult(*)(CUstream))need(libc_dlsym(d->lib, "cuStreamSynchronize"), "cuStreamSynchronize"),
-        __libc_malloc, __libc_free, __libc_malloc, __libc_free};
+        __libc_malloc, __libc_free, runtime_new, runtime_delete};
 }
 
 /* FRESH's iteration: ns in the malloc and in the copy, synchronize and free (not the writing). */
@@ -181,18 +201,23 @@ static double fresh_copy(const struct side *sd, CUdeviceptr dev, CUstream s, int
     return t1 - t0 + bench_ns(CLOCK_MONOTONIC) - t2;
 }
 
-/* ALLOC's iteration: a malloc and its free, then a new and its delete. */
+/* ALLOC's iteration: a malloc and its free, then a new and its delete (MALLOC's: the first pair
+ * alone; NEW's: the second). */
 static void alloc_pairs(const struct side *sd, int i)
 {
     size_t n = i & 1 ? 512 : 64;
-    volatile unsigned char *p = sd->malloc(n);
-    if (!p)
-        exit(1);
-    p[0] = (unsigned char)i;
-    sd->free((void *)p);
-    p = sd->new_(n);
-    p[0] = (unsigned char)i;
-    sd->delete_((void *)p);
+    volatile unsigned char *p;
+    if (iteration != NEW) {
+        if (!(p = sd->malloc(n)))
+            exit(1);
+        p[0] = (unsigned char)i;
+        sd->free((void *)p);
+    }
+    if (iteration != MALLOC) {
+        p = sd->new_(n);
+        p[0] = (unsigned char)i;
+        sd->delete_((void *)p);
+    }
 }
 
 /* One block: `iters` iterations, ns per iteration. With eviction, only the calls are timed. */
@@ -208,7 +233,7 @@ static double block(const struct side *sd, void *host, CUdeviceptr dev, CUstream
             total += fresh_copy(sd, dev, s, i);
             continue;
         }
-        if (iteration == ALLOC) {
+        if (iteration == ALLOC || iteration == MALLOC || iteration == NEW) {
             alloc_pairs(sd, i);
         } else if (iteration == PAGEABLE) {
             CHECK(sd->htod_async(dev, pageable[i % PAGEABLE_BUFFERS], PAGEABLE_BYTES, s));
@@ -277,7 +302,8 @@ int main(int argc, char **argv)
         while (k < ITERATIONS && strcmp(argv[4], iteration_names[k]) != 0)
             k++;
         if (k == ITERATIONS) {
-            fprintf(stderr, "observe_ab: argument 4 is '%s': expected item, pageable, fresh, alloc or pinned\n",
+            fprintf(stderr,
+                    "observe_ab: argument 4 is '%s': expected item, pageable, fresh, alloc, pinned, malloc or new\n",
                     argv[4]);
             return 2;
         }

@@ -15,13 +15,19 @@ by more than the bound (seen on an H100 instance: +243 +- 488 ns against a media
 What forwarding itself costs (the wrapper's call and one branch, the allocation hooks' comparison
 and tail call) is in neither side of those rows. A Python process cannot reach the driver past the
 wrappers the CUDA runtime was handed, but a C one can: observe_ab also times a third side, direct
-(the driver's own functions and the C library's allocator, no shim in the timed calls), so the same
-processes give what forwarding costs a driver call (the C loop's forward - direct, over its 2 calls)
-and an allocator call (observe_ab's alloc iteration, over its 4 calls). Each PyTorch row counts its
-driver calls per operation (the shim's own count while observing) and, in one more process per
-process run under tests/bench/alloc_count.c instead of the shim, its allocator calls per operation.
-The third table adds them up: the whole preload's cost per operation = observe - forward + driver
-calls x forwarding a call + allocator calls x the hooks a call, judged against the same bounds.
+(the driver's own functions, the C library's allocator and a C++ runtime's new and delete over it,
+no shim in the timed calls), so the same processes give what forwarding costs a driver call (the C
+loop's forward - direct, over its 2 calls), a malloc or free (observe_ab's malloc iteration, over
+its 2 calls) and a C++ new or delete (its new iteration, likewise: the shim's operator new goes to
+the allocator in one step where a runtime's takes two, so this call is priced apart). Each PyTorch
+row counts its driver calls per operation (the shim's own count while observing) and, in one more
+process per process run under tests/bench/alloc_count.c instead of the shim, its allocator calls
+per operation and how many of them are C++'s new and delete (PyTorch's mostly are). The third table
+adds them up: the whole preload's cost per operation = observe - forward + driver calls x
+forwarding a call + C allocator calls x a malloc's hooks + C++ ones x a new's, judged against the
+same bounds. (Folders kept from before 2026-12-07's 51st stop priced every allocator call alike, at
+observe_ab's alloc iteration over its 4 calls, whose direct side called the C library for new and
+delete: that priced C++'s calls too high; they are read as they were.)
 
 Bounds: the share of the operation (difference / forwarding time) at most 1 % (0.99x, as in the
 first table); the C loop at most +100 ns. A share row whose two standard errors alone exceed 1 % of
@@ -62,9 +68,11 @@ DIRECT_LINE = re.compile(r"^median: forward (\d+) ns, direct (\d+) ns, forward -
 # The preload's per-call pieces (observe_ab's forward - direct over the calls its iteration makes of
 # the kind it prices): (sample key, label, the observe_ab iteration that prices it).
 PER_CALL = [("driver call", "C: the wrappers forwarding one driver call (the C loop's forward - direct, / 2)", "item"),
-            ("allocator call", "C: the allocation hooks forwarding one allocator call (malloc/free/new/delete, / 4)",
-             "alloc")]
-ALLOC_GROUPS, ALLOC_ITERS, ALLOC_BLOCKS = 200, 500, 20  # observe_ab alloc; inprocess_ab.py under alloc_count
+            ("malloc call", "C: the allocation hooks forwarding one malloc or free (observe_ab malloc, / 2)", "malloc"),
+            ("new call", "C: the allocation hooks forwarding one C++ new or delete (observe_ab new, / 2)", "new")]
+# The one price every allocator call had in folders kept from before the split: read, no longer measured.
+OLD_ALLOC_CALL = ("allocator call", "C: the allocation hooks forwarding one allocator call (malloc/free/new/delete, / 4)")
+ALLOC_GROUPS, ALLOC_ITERS, ALLOC_BLOCKS = 200, 500, 20  # observe_ab malloc, new; inprocess_ab.py under alloc_count
 
 
 def run_process(argv, env, timeout):
@@ -128,7 +136,8 @@ def direct_sample(out, groups):
 
 
 def alloc_counts(out):
-    """inprocess_ab.py --json under alloc_count: {row key: allocator calls per operation}."""
+    """inprocess_ab.py --json under alloc_count: {row key: {"per_op": allocator calls per operation,
+    "cxx_per_op": those of them that were C++'s new and delete (absent from older output)}}."""
     got = {}
     for line in out.splitlines():
         if line.startswith("{"):
@@ -137,7 +146,9 @@ def alloc_counts(out):
             except ValueError:
                 continue
             if d.get("allocs"):
-                got[d["allocs"]] = float(d["per_op"])
+                got[d["allocs"]] = {"per_op": float(d["per_op"])}
+                if "cxx_per_op" in d:
+                    got[d["allocs"]]["cxx_per_op"] = float(d["cxx_per_op"])
     return got
 
 
@@ -181,7 +192,7 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say, allo
             only=None):
     """Runs inprocess_ab.py and observe_ab (built by the caller: (path, None) or (None, why not)) in
     `processes` fresh processes each, under the shim, with `groups` groups of blocks (None: PY_GROUPS
-    and C_GROUPS), observe_ab's alloc iteration, and inprocess_ab.py once more under alloc_count (the
+    and C_GROUPS), observe_ab's malloc and new iterations, and inprocess_ab.py once more under alloc_count (the
     library built from tests/bench/alloc_count.c, likewise) instead of the shim; with `only`, the
     PyTorch rows whose name holds it (inprocess_ab.py --only), the others skipped as not asked.
     Returns the rows (rows_from), the problems met and each row's samples (for run.py --merge to pool
@@ -215,13 +226,14 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say, allo
                 per_call = direct_sample(out, groups or C_GROUPS)
                 if per_call:
                     got.setdefault("driver call", []).append(per_call)
-                out, err = run_process([exe, str(groups or ALLOC_GROUPS), str(ALLOC_ITERS), "0", PER_CALL[1][2]],
-                                       env, timeout)
-                per_call = direct_sample(out, groups or ALLOC_GROUPS) if out is not None else None
-                if err:
-                    problems.append("observe_ab alloc, process %d: %s" % (k, err))
-                elif per_call:
-                    got.setdefault("allocator call", []).append(per_call)
+                for key, _, iteration in PER_CALL[1:]:
+                    out, err = run_process([exe, str(groups or ALLOC_GROUPS), str(ALLOC_ITERS), "0", iteration],
+                                           env, timeout)
+                    per_call = direct_sample(out, groups or ALLOC_GROUPS) if out is not None else None
+                    if err:
+                        problems.append("observe_ab %s, process %d: %s" % (iteration, k, err))
+                    elif per_call:
+                        got.setdefault(key, []).append(per_call)
             else:
                 skipped["c"] = (out.strip().splitlines() or ["no CUDA driver: libcuda.so.1 cannot be loaded"])[-1][:200]
         if counter:
@@ -229,8 +241,8 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say, allo
                                     str(ALLOC_BLOCKS)] + chosen, dict(plain, LD_PRELOAD=counter), timeout)
             if err:
                 problems.append("inprocess_ab.py under alloc_count, process %d: %s" % (k, err))
-            for key, per_op in alloc_counts(out or "").items():
-                got.setdefault("allocs " + key, []).append({"per_op": per_op})
+            for key, counts in alloc_counts(out or "").items():
+                got.setdefault("allocs " + key, []).append(counts)
         say("[inprocess %d/%d] %s" % (k, processes, ", ".join("%s %d" % (key, len(v)) for key, v in got.items() if v)
                                       or "nothing measured"))
     for key, _, _ in ROWS if only else ():
@@ -250,6 +262,8 @@ def rows_from(samples, skipped=None):
     skipped = skipped or {}
     rows = []
     per_call = {key: per_call_row(key, label, samples.get(key), skipped) for key, label, _ in PER_CALL}
+    if samples.get(OLD_ALLOC_CALL[0]):  # a kept folder's
+        per_call[OLD_ALLOC_CALL[0]] = per_call_row(*OLD_ALLOC_CALL, samples[OLD_ALLOC_CALL[0]], skipped)
     for key, label, bound in ROWS:
         row = {"key": key, "label": label, "bound": bound_text(bound)}
         if samples.get(key):
@@ -275,26 +289,32 @@ def per_call_row(key, label, got, skipped):
 
 def whole_preload(bound, row, got, allocs, per_call):
     """What the whole preload costs the row's operation: observing (the row's own figure) plus its
-    driver calls a call's forwarding and its allocator calls a call's hooks, the counts averaged
-    over the processes that counted them; {} where a piece is missing (a folder from before the
-    counts, no C driver, no alloc_count)."""
+    driver calls a call's forwarding, its C allocator calls a malloc's hooks and its C++ ones a
+    new's (in a kept folder without that split, every allocator call at the one price it measured),
+    the counts averaged over the processes that counted them; {} where a piece is missing (a folder
+    from before the counts, no C driver, no alloc_count)."""
     driver = [s["driver_calls"] for s in got if "driver_calls" in s]
     if row["key"] == "C loop":  # observe_ab's item iteration (its closing line says so): kept folders'
         driver = [2.0]          # C-loop samples predate the line's counts, so they are not read from it
+    allocs = [{"per_op": 0.0, "cxx_per_op": 0.0}] if row["key"] == "C loop" else allocs or []
+    calls = statistics.fmean(a["per_op"] for a in allocs) if allocs else None
+    split = all("cxx_per_op" in a for a in allocs) and "cost_ns" in per_call["new call"]
+    cxx = statistics.fmean(a["cxx_per_op"] for a in allocs) if allocs and split else 0.0
     counts = {"driver": statistics.fmean(driver) if driver else None,
-              "allocator": 0.0 if row["key"] == "C loop" else
-              (statistics.fmean(a["per_op"] for a in allocs) if allocs else None)}
-    pieces = {"driver": per_call["driver call"], "allocator": per_call["allocator call"]}
-    if any(n is None or "cost_ns" not in pieces[k] for k, n in counts.items()):
+              "c_alloc": None if calls is None else calls - cxx, "cxx_alloc": cxx}
+    pieces = {"driver": per_call["driver call"], "c_alloc": per_call["malloc call"], "cxx_alloc": per_call["new call"]}
+    if not split and OLD_ALLOC_CALL[0] in per_call:
+        pieces["c_alloc"] = per_call[OLD_ALLOC_CALL[0]]
+    if any(n is None or (n and "cost_ns" not in pieces[k]) for k, n in counts.items()):
         return {}
-    added = {k: counts[k] * pieces[k]["cost_ns"] for k in counts}
+    added = {k: counts[k] * pieces[k]["cost_ns"] if counts[k] else 0.0 for k in counts}
     cost = row["cost_ns"] + sum(added.values())
-    se2 = (row["se2_ns"] ** 2 + sum((counts[k] * pieces[k]["se2_ns"]) ** 2 for k in counts)) ** 0.5
+    se2 = (row["se2_ns"] ** 2 + sum((counts[k] * pieces[k]["se2_ns"]) ** 2 for k in counts if counts[k])) ** 0.5
     whole = {"cost_ns": cost, "se2_ns": se2, "forward_ns": row["forward_ns"],
              "share_pct": 100.0 * cost / row["forward_ns"] if row["forward_ns"] > 0 else None}
     return {"whole": dict(whole, check=verdict(bound, whole), driver_calls=counts["driver"],
-                          allocator_calls=counts["allocator"], driver_ns=added["driver"],
-                          allocator_ns=added["allocator"])}
+                          allocator_calls=calls, cxx_calls=cxx if split else None, driver_ns=added["driver"],
+                          allocator_ns=added["c_alloc"] + added["cxx_alloc"])}
 
 
 def _num(v, fmt):
@@ -319,7 +339,7 @@ def table_rows(rows, markdown):
 
 def whole_table_rows(rows, markdown):
     """The third table: per operation, observing plus the preload's forwarding (driver calls x a
-    call's cost) and hooks (allocator calls x a call's cost), against the row's bound; then the two
+    call's cost) and hooks (allocator calls x a call's cost), against the row's bound; then the
     per-call figures. [] when no row has its pieces."""
     if not any(r.get("whole") for r in rows):
         return []
@@ -331,7 +351,8 @@ def whole_table_rows(rows, markdown):
             continue
         out.append([r["label"] if markdown else r["key"], "%+.1f ns" % r["cost_ns"],
                     "%.2f x = %+.1f ns" % (w["driver_calls"], w["driver_ns"]),
-                    "%.1f x = %+.1f ns" % (w["allocator_calls"], w["allocator_ns"]),
+                    "%.1f x (%s) = %+.1f ns" % (w["allocator_calls"], "C++ not told apart" if w.get("cxx_calls") is None
+                                                else "%.1f C++" % w["cxx_calls"], w["allocator_ns"]),
                     "%+.1f +- %.1f ns" % (w["cost_ns"], w["se2_ns"]), _num(w["share_pct"], "%.2f%%"), r["bound"],
                     w["check"]])
     for r in rows:
