@@ -262,7 +262,8 @@ def rows_from(samples, skipped=None):
     skipped = skipped or {}
     rows = []
     per_call = {key: per_call_row(key, label, samples.get(key), skipped) for key, label, _ in PER_CALL}
-    if samples.get(OLD_ALLOC_CALL[0]):  # a kept folder's
+    if samples.get(OLD_ALLOC_CALL[0]):  # a kept folder's: its one allocator price instead of the two
+        per_call = {k: r for k, r in per_call.items() if not r.get("skipped") or k == PER_CALL[0][0]}
         per_call[OLD_ALLOC_CALL[0]] = per_call_row(*OLD_ALLOC_CALL, samples[OLD_ALLOC_CALL[0]], skipped)
     for key, label, bound in ROWS:
         row = {"key": key, "label": label, "bound": bound_text(bound)}
@@ -298,11 +299,13 @@ def whole_preload(bound, row, got, allocs, per_call):
         driver = [2.0]          # C-loop samples predate the line's counts, so they are not read from it
     allocs = [{"per_op": 0.0, "cxx_per_op": 0.0}] if row["key"] == "C loop" else allocs or []
     calls = statistics.fmean(a["per_op"] for a in allocs) if allocs else None
-    split = all("cxx_per_op" in a for a in allocs) and "cost_ns" in per_call["new call"]
+    none = {"skipped": "not measured"}
+    split = all("cxx_per_op" in a for a in allocs) and "cost_ns" in per_call.get("new call", none)
     cxx = statistics.fmean(a["cxx_per_op"] for a in allocs) if allocs and split else 0.0
     counts = {"driver": statistics.fmean(driver) if driver else None,
               "c_alloc": None if calls is None else calls - cxx, "cxx_alloc": cxx}
-    pieces = {"driver": per_call["driver call"], "c_alloc": per_call["malloc call"], "cxx_alloc": per_call["new call"]}
+    pieces = {"driver": per_call["driver call"], "c_alloc": per_call.get("malloc call", none),
+              "cxx_alloc": per_call.get("new call", none)}
     if not split and OLD_ALLOC_CALL[0] in per_call:
         pieces["c_alloc"] = per_call[OLD_ALLOC_CALL[0]]
     if any(n is None or (n and "cost_ns" not in pieces[k]) for k, n in counts.items()):
@@ -351,8 +354,8 @@ def whole_table_rows(rows, markdown):
             continue
         out.append([r["label"] if markdown else r["key"], "%+.1f ns" % r["cost_ns"],
                     "%.2f x = %+.1f ns" % (w["driver_calls"], w["driver_ns"]),
-                    "%.1f x (%s) = %+.1f ns" % (w["allocator_calls"], "C++ not told apart" if w.get("cxx_calls") is None
-                                                else "%.1f C++" % w["cxx_calls"], w["allocator_ns"]),
+                    "%.1f x = %+.1f ns" % (w["allocator_calls"], w["allocator_ns"]) if w.get("cxx_calls") is None
+                    else "%.1f x (%.1f C++) = %+.1f ns" % (w["allocator_calls"], w["cxx_calls"], w["allocator_ns"]),
                     "%+.1f +- %.1f ns" % (w["cost_ns"], w["se2_ns"]), _num(w["share_pct"], "%.2f%%"), r["bound"],
                     w["check"]])
     for r in rows:
