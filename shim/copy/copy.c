@@ -78,14 +78,6 @@ PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintp
 }
 
 /* Whether the log or the guard follows copies. */
-static inline bool copies_followed(void) { return __atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED); }
-
-/* Whether no log, guard or registration follows copies: one line, the gate's. */
-static inline bool nothing_follows(void)
-{
-    return !copies_followed() && !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED);
-}
-
 PINSHIM_HOT bool copy_only_counted(struct copy *c)
 {
     /* the log and the guard follow every copy, live registrations every pageable one */
@@ -132,24 +124,6 @@ PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d
         return HOST_DESCRIBE;
     plain_pages_note(host, plain_gen);
     return HOST_SMALL_PAGEABLE;
-}
-
-PINSHIM_HOT void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size_t bytes, CUresult result,
-                                       uint64_t host_ns)
-{
-    if (result != CUDA_SUCCESS)
-        stats_add_failed_copy();
-    else
-        stats_add_own_pinned(ctxdev_current(), dir, k, bytes, host_ns);
-}
-
-PINSHIM_HOT void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, CUresult result,
-                                           uint64_t host_ns)
-{
-    if (result != CUDA_SUCCESS)
-        stats_add_failed_copy();
-    else
-        stats_add_small_pageable(ctxdev_current(), dir, async, bytes, host_ns);
 }
 
 /* The counters every finished copy feeds, whichever path it took: one transfer, or one failed copy.

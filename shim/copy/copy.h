@@ -21,6 +21,15 @@ static inline bool copy_is_small(size_t bytes)
     return bytes < __atomic_load_n(&pinshim_gate.small_below, __ATOMIC_RELAXED);
 }
 
+/* Whether a log or the guard follows every copy: the gate's flag. */
+static inline bool copies_followed(void) { return __atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED); }
+
+/* Whether no log, guard or registration follows copies: one line, the gate's. */
+static inline bool nothing_follows(void)
+{
+    return !copies_followed() && !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED);
+}
+
 /* Kinds known from the entry point itself (cuMemcpyHtoD: dst is device) skip classification:
  * pass KIND_UNKNOWN for a side that must be classified, or the known kind. */
 void copy_describe(struct copy *c, enum driver_entry_id entry, uintptr_t dst, enum host_kind dst_kind,
@@ -57,12 +66,5 @@ void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns
  * (hostmem/plain_pages.h) after the thread's last pinned range, and noted there when found plain. */
 enum host_path { HOST_OWN_PINNED, HOST_SMALL_PAGEABLE, HOST_DESCRIBE };
 enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d, enum host_kind *kind);
-
-/* Counts a HOST_OWN_PINNED copy, as copy_record_counted() would have its description. */
-void copy_count_own_pinned(enum copy_dir dir, enum host_kind k, size_t bytes, CUresult result, uint64_t host_ns);
-
-/* Counts a HOST_SMALL_PAGEABLE copy, as copy_record_counted() would have its description (in the
- * stats' one cell for such copies, observe/stats.h). */
-void copy_count_small_pageable(enum copy_dir dir, bool async, size_t bytes, CUresult result, uint64_t host_ns);
 
 #endif

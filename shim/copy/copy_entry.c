@@ -13,8 +13,12 @@
 #include "copy_split.h"
 #include "driver_shapes.h"
 #include "entry.h"
+#include "hostmem/memkind.h"
+#include "hostmem/plain_pages.h"
 #include "hostmem/regcache.h"
+#include "observe/ctxdev.h"
 #include "observe/log.h"
+#include "observe/stats.h"
 #include "stage/stage.h"
 
 /* A 1D copy going to the driver as it is: no registration of the cache may make it fail. */
@@ -34,7 +38,8 @@ PINSHIM_HOT static void clear_host_edges(const struct copy *c)
  * copies whose host side is not pageable (they return once queued), are timed one call in
  * PINSHIM_SAMPLE_EVERY: the clock reads cost about 60 ns in a PyTorch process, 0.5 % of a 4 KB
  * pageable .to("cuda"). */
-PINSHIM_HOT static uint64_t counted_time_weight(size_t bytes, bool async, enum host_kind host_kind)
+static inline __attribute__((always_inline)) uint64_t counted_time_weight(size_t bytes, bool async,
+                                                                           enum host_kind host_kind)
 {
     if (copy_is_small(bytes) || (async && host_kind != KIND_PAGEABLE))
         return pinshim_sample_weight();
@@ -49,6 +54,47 @@ PINSHIM_HOT static uint64_t unlogged_time_weight(const struct copy *c)
 PINSHIM_HOT static uint64_t copy_time_weight(const struct copy *c)
 {
     return log_records(c->bytes) ? 1 : unlogged_time_weight(c);
+}
+
+/* copy_host_path(), its usual answers first, in line: a small copy from the thread's last pinned
+ * range, or from a page known plain, with nothing following copies. The rest (and every other
+ * case, asked again from the start) out of line. With count_direct() below, also in line, a
+ * counted copy runs one stretch of its handler's code rather than three functions': 14 lines of the
+ * shim's code for a pinned 4 KiB copy and 17 for a small pageable one, where they took 19 and 21
+ * (null driver, tests/bench/footprint.py --mode h|p); in a framework's loop those lines are cold at
+ * every call. */
+static inline __attribute__((always_inline)) enum host_path host_path(uintptr_t host, size_t bytes, bool h2d,
+                                                                      enum host_kind *kind)
+{
+    if (PINSHIM_LIKELY(copy_is_small(bytes))) {
+        uint64_t plain_gen = plain_pages_generation();
+        enum host_kind k = memkind_last_range(host);
+        if (PINSHIM_LIKELY(k == KIND_PINNED || k == KIND_REGISTERED)) {
+            if (PINSHIM_LIKELY(!copies_followed())) {
+                *kind = k;
+                return HOST_OWN_PINNED;
+            }
+        } else if (k == KIND_UNKNOWN && plain_pages_hold(host, plain_gen) && nothing_follows()) {
+            *kind = KIND_PAGEABLE;
+            return HOST_SMALL_PAGEABLE;
+        }
+    }
+    return copy_host_path(host, bytes, h2d, kind);
+}
+
+/* Counts a copy host_path() found HOST_OWN_PINNED or HOST_SMALL_PAGEABLE (k its kind), as
+ * copy_record_counted() would have its description: a small pageable one in the stats' one cell
+ * for such copies (observe/stats.h). In line too: the two paths share their timing and real call. */
+static inline __attribute__((always_inline)) void count_direct(enum host_path path, enum copy_dir dir,
+                                                               enum host_kind k, bool async, size_t bytes,
+                                                               CUresult result, uint64_t host_ns)
+{
+    if (PINSHIM_UNLIKELY(result != CUDA_SUCCESS))
+        stats_add_failed_copy();
+    else if (path == HOST_OWN_PINNED)
+        stats_add_own_pinned(ctxdev_current(), dir, k, bytes, host_ns);
+    else
+        stats_add_small_pageable(ctxdev_current(), dir, async, bytes, host_ns);
 }
 
 /* A copy the shim only counts (copy_only_counted): timed, run as it is, counted. */
@@ -152,20 +198,14 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
             bool h2d_ = dst_kind == KIND_DEVICE;                                                    \
             uintptr_t host_ = h2d_ ? (uintptr_t)(src_addr) : (uintptr_t)(dst_addr);                 \
             enum host_kind k_;                                                                      \
-            enum host_path path_ = copy_host_path(host_, bytes, h2d_, &k_);                         \
-            if (PINSHIM_LIKELY(path_ == HOST_OWN_PINNED)) {                                         \
+            enum host_path path_ = host_path(host_, bytes, h2d_, &k_);                              \
+            if (PINSHIM_LIKELY(path_ != HOST_DESCRIBE)) {                                           \
+                if (path_ == HOST_SMALL_PAGEABLE)                                                   \
+                    stage_small_copy(); /* the first may start the pool */                          \
                 uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
                 result = real(SHAPE_ARGS(shape));                                                   \
-                copy_count_own_pinned(h2d_ ? DIR_H2D : DIR_D2H, k_, bytes, result,                  \
-                                      pinshim_ticks_weighted(t0_, w_));                             \
-                return result;                                                                      \
-            }                                                                                       \
-            if (path_ == HOST_SMALL_PAGEABLE) {                                                     \
-                stage_small_copy(); /* the first may start the pool */                              \
-                uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
-                result = real(SHAPE_ARGS(shape));                                                   \
-                copy_count_small_pageable(h2d_ ? DIR_H2D : DIR_D2H, async, bytes, result,           \
-                                          pinshim_ticks_weighted(t0_, w_));                         \
+                count_direct(path_, h2d_ ? DIR_H2D : DIR_D2H, k_, async, bytes, result,             \
+                             pinshim_ticks_weighted(t0_, w_));                                      \
                 return result;                                                                      \
             }                                                                                       \
             *(h2d_ ? &src_kind_ : &dst_kind_) = k_;                                                 \
