@@ -77,7 +77,6 @@ PINSHIM_HOT void copy_describe(struct copy *c, enum driver_entry_id entry, uintp
     }
 }
 
-/* Whether the log or the guard follows copies. */
 PINSHIM_HOT bool copy_only_counted(struct copy *c)
 {
     /* the log and the guard follow every copy, live registrations every pageable one */

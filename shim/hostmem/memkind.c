@@ -43,6 +43,14 @@ static struct page_memo page_kinds;
  * thread's last range reads no line of this file's. */
 static inline uint64_t kinds_generation(void) { return __atomic_load_n(&pinshim_gate.page_kinds, __ATOMIC_ACQUIRE); }
 
+/* The table changed, or host memory was unmapped: every page memo word and thread's last range
+ * becomes stale, and so does every plain page. */
+static void kinds_changed(void)
+{
+    page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
+    plain_pages_changed();
+}
+
 /* Index of the first range with base > p. Caller holds the lock. */
 static size_t upper_bound(uintptr_t p)
 {
@@ -213,8 +221,7 @@ void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind)
     memmove(&ranges[i + 1], &ranges[i], (range_count - i) * sizeof *ranges);
     ranges[i] = (struct range){base, end, kind};
     range_count++;
-    page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
-    plain_pages_changed();
+    kinds_changed();
     pthread_rwlock_unlock(&table_lock);
 }
 
@@ -225,8 +232,7 @@ void memkind_remove_range(uintptr_t base)
     if (i > 0 && ranges[i - 1].base == base) {
         memmove(&ranges[i - 1], &ranges[i], (range_count - i) * sizeof *ranges);
         range_count--;
-        page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
-        plain_pages_changed();
+        kinds_changed();
     }
     pthread_rwlock_unlock(&table_lock);
 }
@@ -235,8 +241,7 @@ void memkind_clear(void)
 {
     pthread_rwlock_wrlock(&table_lock);
     range_count = 0;
-    page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
-    plain_pages_changed();
+    kinds_changed();
     pthread_rwlock_unlock(&table_lock);
 }
 
@@ -245,15 +250,13 @@ void memkind_forget_all(void)
     pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
     table_lock = fresh; /* the parent's lock may have been held by a thread that does not exist here */
     range_count = 0;
-    page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
-    plain_pages_changed();
+    kinds_changed();
 }
 
 static void host_unmapped(uintptr_t lo, uintptr_t hi)
 {
     (void)lo, (void)hi;
-    page_memo_raise_word(&page_kinds, &pinshim_gate.page_kinds);
-    plain_pages_changed();
+    kinds_changed();
 }
 
 static const struct alloc_subscriber host_map_subscriber = {.min_bytes = SIZE_MAX, .unmapping = host_unmapped};

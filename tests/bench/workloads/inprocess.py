@@ -299,15 +299,13 @@ def whole_preload(bound, row, got, allocs, per_call):
         driver = [2.0]          # C-loop samples predate the line's counts, so they are not read from it
     allocs = [{"per_op": 0.0, "cxx_per_op": 0.0}] if row["key"] == "C loop" else allocs or []
     calls = statistics.fmean(a["per_op"] for a in allocs) if allocs else None
-    none = {"skipped": "not measured"}
-    split = all("cxx_per_op" in a for a in allocs) and "cost_ns" in per_call.get("new call", none)
+    split = all("cxx_per_op" in a for a in allocs) and "cost_ns" in per_call.get("new call", {})
     cxx = statistics.fmean(a["cxx_per_op"] for a in allocs) if allocs and split else 0.0
     counts = {"driver": statistics.fmean(driver) if driver else None,
               "c_alloc": None if calls is None else calls - cxx, "cxx_alloc": cxx}
-    pieces = {"driver": per_call["driver call"], "c_alloc": per_call.get("malloc call", none),
-              "cxx_alloc": per_call.get("new call", none)}
-    if not split and OLD_ALLOC_CALL[0] in per_call:
-        pieces["c_alloc"] = per_call[OLD_ALLOC_CALL[0]]
+    c_alloc = "malloc call" if split or OLD_ALLOC_CALL[0] not in per_call else OLD_ALLOC_CALL[0]
+    pieces = {"driver": per_call["driver call"], "c_alloc": per_call.get(c_alloc, {}),
+              "cxx_alloc": per_call.get("new call", {})}
     if any(n is None or (n and "cost_ns" not in pieces[k]) for k, n in counts.items()):
         return {}
     added = {k: counts[k] * pieces[k]["cost_ns"] if counts[k] else 0.0 for k in counts}
