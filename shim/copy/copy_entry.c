@@ -59,22 +59,23 @@ PINSHIM_HOT static uint64_t copy_time_weight(const struct copy *c)
 /* copy_host_path(), its usual answers first, in line: a small copy from the thread's last pinned
  * range, or from a page known plain, with nothing following copies. The rest (and every other
  * case, asked again from the start) out of line. With count_direct() below, also in line, a
- * counted copy runs one stretch of its handler's code rather than three functions': 14 lines of the
- * shim's code for a pinned 4 KiB copy and 17 for a small pageable one, where they took 19 and 21
- * (null driver, tests/bench/footprint.py --mode h|p); in a framework's loop those lines are cold at
- * every call. */
+ * counted copy runs one stretch of its handler's code rather than several functions', its tests
+ * joined into few branches: in a framework's loop those lines are cold at every call, and its
+ * branches forgotten. A pinned 4 KiB copy runs 10 lines of the shim's code, 144 instructions and
+ * 3 taken transfers (into the handler, the driver's call, the return), a small pageable one 13
+ * lines, 180 and 6, where they took 17, 180 and 10 and 18, 213 and 9 (null driver,
+ * tests/bench/footprint.py --mode h|p, 2026-12-07). */
 static inline __attribute__((always_inline)) enum host_path host_path(uintptr_t host, size_t bytes, bool h2d,
                                                                       enum host_kind *kind)
 {
     if (PINSHIM_LIKELY(copy_is_small(bytes))) {
         uint64_t plain_gen = plain_pages_generation();
         enum host_kind k = memkind_last_range(host);
-        if (PINSHIM_LIKELY(k == KIND_PINNED || k == KIND_REGISTERED)) {
-            if (PINSHIM_LIKELY(!copies_followed())) {
-                *kind = k;
-                return HOST_OWN_PINNED;
-            }
-        } else if (k == KIND_UNKNOWN && plain_pages_hold(host, plain_gen) && nothing_follows()) {
+        if (PINSHIM_LIKELY(((k == KIND_PINNED) | (k == KIND_REGISTERED)) & !copies_followed())) {
+            *kind = k;
+            return HOST_OWN_PINNED;
+        }
+        if (k == KIND_UNKNOWN && plain_pages_hold(host, plain_gen) && nothing_follows()) {
             *kind = KIND_PAGEABLE;
             return HOST_SMALL_PAGEABLE;
         }
@@ -83,18 +84,16 @@ static inline __attribute__((always_inline)) enum host_path host_path(uintptr_t 
 }
 
 /* Counts a copy host_path() found HOST_OWN_PINNED or HOST_SMALL_PAGEABLE (k its kind), as
- * copy_record_counted() would have its description: a small pageable one in the stats' one cell
- * for such copies (observe/stats.h). In line too: the two paths share their timing and real call. */
-static inline __attribute__((always_inline)) void count_direct(enum host_path path, enum copy_dir dir,
-                                                               enum host_kind k, bool async, size_t bytes,
-                                                               CUresult result, uint64_t host_ns)
+ * copy_record_counted() would have its description, in the stats' one cell for such copies
+ * (observe/stats.h). In line too, and the same instructions for either path: the two share their
+ * timing, real call and count. */
+static inline __attribute__((always_inline)) void count_direct(enum copy_dir dir, enum host_kind k, bool async,
+                                                               size_t bytes, CUresult result, uint64_t host_ns)
 {
     if (PINSHIM_UNLIKELY(result != CUDA_SUCCESS))
         stats_add_failed_copy();
-    else if (path == HOST_OWN_PINNED)
-        stats_add_own_pinned(ctxdev_current(), dir, k, bytes, host_ns);
     else
-        stats_add_small_pageable(ctxdev_current(), dir, async, bytes, host_ns);
+        stats_add_counted(ctxdev_current(), dir, stats_counted_class(k, async), bytes, host_ns);
 }
 
 /* A copy the shim only counts (copy_only_counted): timed, run as it is, counted. */
@@ -204,7 +203,7 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
                     stage_small_copy(); /* the first may start the pool */                          \
                 uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
                 result = real(SHAPE_ARGS(shape));                                                   \
-                count_direct(path_, h2d_ ? DIR_H2D : DIR_D2H, k_, async, bytes, result,             \
+                count_direct(h2d_ ? DIR_H2D : DIR_D2H, k_, async, bytes, result,                    \
                              pinshim_ticks_weighted(t0_, w_));                                      \
                 return result;                                                                      \
             }                                                                                       \

@@ -32,7 +32,7 @@ static uint64_t get(const uint64_t *counter) { return tally_get(counter); }
 static int side_of(enum copy_dir dir) { return dir == DIR_H2D ? SIDE_H2D : dir == DIR_D2H ? SIDE_D2H : -1; }
 
 /* A pageable class's copies on one side: those counted here, and the small ones the counted
- * shortcut counted in the stats' one cell (stats_add_small_pageable). */
+ * shortcut counted in the stats' one cell (stats_add_counted). */
 static void class_totals(int side, int cls, uint64_t *count, uint64_t *bytes, uint64_t *ns)
 {
     stats_small_pageable(side == SIDE_H2D ? DIR_H2D : DIR_D2H, cls == CLASS_PAGEABLE_ASYNC, count, bytes, ns);

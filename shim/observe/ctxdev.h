@@ -16,7 +16,19 @@
 #include <cuda.h>
 #include <stdint.h>
 
-int32_t ctxdev_current(void);
+#include "base/gate.h"
+
+/* ctxdev_current() where the process may see several devices (or has not asked yet). */
+int32_t ctxdev_current_asked(void);
+
+/* In line: a process of one device (the usual case) answers without a call, in every copy
+ * handler's own lines. */
+static inline __attribute__((always_inline)) int32_t ctxdev_current(void)
+{
+    if (__builtin_expect(__atomic_load_n(&pinshim_gate.devices, __ATOMIC_RELAXED) == 1, 1))
+        return 0;
+    return ctxdev_current_asked();
+}
 
 /* The calling thread's current context (one cuCtxGetCurrent), or NULL: none, no driver, or a
  * forked child. */

@@ -26,7 +26,6 @@ struct cell {
  * pages are touched only for the devices the thread copies to. */
 #define DEVICE_SLOTS (STATS_DEVICES + 1)
 #define SMALL_DIRS 2 /* H2D, D2H */
-#define OWN_KINDS 2  /* pinned, registered */
 
 /* A row's calls; a sync point's also its timing (timed: the calls whose time was read). */
 struct entry_cell {
@@ -34,22 +33,20 @@ struct entry_cell {
 };
 
 /* What a call the shim only counts adds to, on one page of the thread's copy: every row's calls,
- * and device 0's small pageable copies and copies of the program's own pinned memory (passed, H2D
- * or D2H); the other devices' such cells lie below. Spread over the transfer table and the calls'
- * and syncs' arrays, they were three pages per copy, and a framework's work between two calls
- * pushes the shim's page translations out of the TLBs as it pushes its lines out of the caches. The
- * sums fold these cells back into the transfer table (sum_transfer_cell). */
+ * and device 0's counted copies (stats_add_counted: small pageable copies and copies of the
+ * program's own pinned memory, passed, H2D or D2H); the other devices' such cells lie below.
+ * Spread over the transfer table and the calls' and syncs' arrays, they were three pages per copy,
+ * and a framework's work between two calls pushes the shim's page translations out of the TLBs as
+ * it pushes its lines out of the caches. The sums fold these cells back into the transfer table
+ * (sum_transfer_cell). */
 static struct {
     struct entry_cell entries[ENTRY_COUNT];
-    /* stats_add_small_pageable's cells: direction, flavour (sync, async), size bucket. A small
-     * copy's one line where it was three (transfer, reason, advice); read back as a transfer, as
-     * stats_unstaged and as stats_small_pageable */
-    struct cell small_pageable[SMALL_DIRS][2][STATS_BUCKETS];
-    struct cell own_pinned[SMALL_DIRS][OWN_KINDS][STATS_BUCKETS]; /* direction, kind, size bucket */
+    /* stats_add_counted's cells: direction, class, size bucket. A small copy's one line where it
+     * was three (transfer, reason, advice) */
+    struct cell counted[SMALL_DIRS][COUNTED_CLASSES][STATS_BUCKETS];
 } hot TALLY __attribute__((aligned(4096)));
 _Static_assert(sizeof hot <= 4096, "the counted calls' counters are one page");
-static struct cell small_pageable_rest[DEVICE_SLOTS - 1][SMALL_DIRS][2][STATS_BUCKETS] TALLY;
-static struct cell own_pinned_rest[DEVICE_SLOTS - 1][SMALL_DIRS][OWN_KINDS][STATS_BUCKETS] TALLY;
+static struct cell counted_rest[DEVICE_SLOTS - 1][SMALL_DIRS][COUNTED_CLASSES][STATS_BUCKETS] TALLY;
 /* the rest of the transfers (a cell of own pinned memory passed is always 0 here) */
 static struct cell transfers[DEVICE_SLOTS][DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT] TALLY;
 static uint64_t failed_copies TALLY;
@@ -78,50 +75,39 @@ PINSHIM_HOT unsigned stats_bucket(size_t bytes)
 
 uint64_t stats_bucket_min(unsigned bucket) { return bucket == 0 ? 0 : 4096ull << (2 * (bucket - 1)); }
 
-/* Device slot v's cell of small pageable copies (dir: DIR_H2D or DIR_D2H). */
-static struct cell *small_cell(unsigned v, enum copy_dir dir, bool async, unsigned bucket)
+/* Device slot v's cell of counted copies of one class (dir: DIR_H2D or DIR_D2H). */
+static struct cell *counted_cell(unsigned v, enum copy_dir dir, enum counted_class cls, unsigned bucket)
 {
-    return v == 0 ? &hot.small_pageable[dir == DIR_D2H][async][bucket]
-                  : &small_pageable_rest[v - 1][dir == DIR_D2H][async][bucket];
+    unsigned d = dir == DIR_D2H;
+    return v == 0 ? &hot.counted[d][cls][bucket] : &counted_rest[v - 1][d][cls][bucket];
 }
 
-/* Whether a transfer cell is one of own_pinned's: the program's pinned memory passed, H2D or D2H. */
+/* Whether a transfer cell is counted in a counted cell: the program's pinned memory passed, H2D or
+ * D2H. */
 static bool is_own_pinned(enum copy_dir dir, enum host_kind kind, enum copy_action action)
 {
     return action == ACTION_PASS && (dir == DIR_H2D || dir == DIR_D2H) &&
            (kind == KIND_PINNED || kind == KIND_REGISTERED);
 }
 
-/* Device slot v's cell of such copies. */
-static struct cell *own_pinned_cell(unsigned v, enum copy_dir dir, enum host_kind kind, unsigned bucket)
+/* In line in the counted path, its one add (tally_add3). */
+__attribute__((always_inline)) inline void stats_add_counted(int32_t device, enum copy_dir dir, enum counted_class cls,
+                                                             size_t bytes, uint64_t host_ns)
 {
-    unsigned d = dir == DIR_D2H, k = kind == KIND_REGISTERED;
-    return v == 0 ? &hot.own_pinned[d][k][bucket] : &own_pinned_rest[v - 1][d][k][bucket];
-}
-
-PINSHIM_HOT void stats_add_own_pinned(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
-                                      uint64_t host_ns)
-{
-    tally_add3(&own_pinned_cell(device_slot(device), dir, kind, stats_bucket(bytes))->count, 1, bytes, host_ns);
+    tally_add3(&counted_cell(device_slot(device), dir, cls, stats_bucket(bytes))->count, 1, bytes, host_ns);
 }
 
 PINSHIM_HOT void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
                         enum copy_action action, uint64_t host_ns)
 {
     if (is_own_pinned(dir, kind, action)) {
-        stats_add_own_pinned(device, dir, kind, bytes, host_ns);
+        stats_add_counted(device, dir, stats_counted_class(kind, false), bytes, host_ns);
         return;
     }
     tally_add3(&transfers[device_slot(device)][dir][kind][stats_bucket(bytes)][action].count, 1, bytes, host_ns);
 }
 
 void stats_add_failed_copy(void) { add(&failed_copies, 1); }
-
-PINSHIM_HOT void stats_add_small_pageable(int32_t device, enum copy_dir dir, bool async, size_t bytes,
-                                          uint64_t host_ns)
-{
-    tally_add3(&small_cell(device_slot(device), dir, async, stats_bucket(bytes))->count, 1, bytes, host_ns);
-}
 
 /* Adds cell c's three counters to the sums (an empty cell costs one read: a summary reads them all). */
 static void sum_cell(const struct cell *c, uint64_t *count, uint64_t *bytes, uint64_t *host_ns)
@@ -141,7 +127,8 @@ void stats_small_pageable(enum copy_dir dir, bool async, uint64_t *count, uint64
         return;
     for (int v = 0; v < DEVICE_SLOTS; v++)
         for (unsigned b = 0; b < STATS_BUCKETS; b++)
-            sum_cell(small_cell((unsigned)v, dir, async, b), count, bytes, host_ns);
+            sum_cell(counted_cell((unsigned)v, dir, stats_counted_class(KIND_PAGEABLE, async), b), count, bytes,
+                     host_ns);
 }
 
 /* Adds transfer cell (v, dir, kind, bucket, action) to the sums, with the small pageable copies it
@@ -150,13 +137,15 @@ static void sum_transfer_cell(int v, int dir, int kind, unsigned bucket, int act
                               uint64_t *bytes, uint64_t *host_ns)
 {
     if (is_own_pinned((enum copy_dir)dir, (enum host_kind)kind, (enum copy_action)action)) {
-        sum_cell(own_pinned_cell((unsigned)v, (enum copy_dir)dir, (enum host_kind)kind, bucket), count, bytes, host_ns);
+        enum counted_class cls = stats_counted_class((enum host_kind)kind, false);
+        sum_cell(counted_cell((unsigned)v, (enum copy_dir)dir, cls, bucket), count, bytes, host_ns);
         return;
     }
     sum_cell(&transfers[v][dir][kind][bucket][action], count, bytes, host_ns);
     if (kind == KIND_PAGEABLE && action == ACTION_PASS && (dir == DIR_H2D || dir == DIR_D2H))
         for (int async = 0; async < 2; async++)
-            sum_cell(small_cell((unsigned)v, (enum copy_dir)dir, async, bucket), count, bytes, host_ns);
+            sum_cell(counted_cell((unsigned)v, (enum copy_dir)dir, stats_counted_class(KIND_PAGEABLE, async), bucket),
+                     count, bytes, host_ns);
 }
 
 PINSHIM_HOT void stats_add_unstaged(enum unstaged_reason why, size_t bytes)
@@ -187,8 +176,7 @@ void stats_reset(void)
     summary_lock = fresh;
     record_lock = fresh;
     tally_zero(&hot, sizeof hot);
-    tally_zero(small_pageable_rest, sizeof small_pageable_rest);
-    tally_zero(own_pinned_rest, sizeof own_pinned_rest);
+    tally_zero(counted_rest, sizeof counted_rest);
     tally_zero(transfers, sizeof transfers);
     tally_zero(unstaged, sizeof unstaged);
     tally_zero(&failed_copies, sizeof failed_copies);

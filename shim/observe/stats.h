@@ -30,11 +30,6 @@ uint64_t stats_bucket_min(unsigned bucket);
 void stats_add_transfer(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes,
                         enum copy_action action, uint64_t host_ns);
 
-/* A copy of the program's own pinned or registered memory (kind), passed H2D or D2H (dir): the
- * transfer stats_add_transfer counts for ACTION_PASS, in the cell it counts it in, found with fewer
- * steps (copy/copy.c's counted shortcut). */
-void stats_add_own_pinned(int32_t device, enum copy_dir dir, enum host_kind kind, size_t bytes, uint64_t host_ns);
-
 /* Copies, bytes and host time of one direction, host kind and action in one size bucket, over
  * every device (for the advice's estimates). */
 void stats_cell(enum copy_dir dir, enum host_kind kind, unsigned bucket, enum copy_action action, uint64_t *count,
@@ -42,11 +37,33 @@ void stats_cell(enum copy_dir dir, enum host_kind kind, unsigned bucket, enum co
 void stats_add_failed_copy(void);
 void stats_add_unstaged(enum unstaged_reason why, size_t bytes);
 
-/* A pageable copy too small to stage, passed with nothing following it (copy/copy.c's counted
- * shortcut), counted in one cell rather than three: read back as a transfer (pageable, passed), as
- * passed for the gate's small_unstaged reason (stats_unstaged) and in the advice's pageable class
- * of its direction and flavour (stats_small_pageable). dir: DIR_H2D or DIR_D2H. */
-void stats_add_small_pageable(int32_t device, enum copy_dir dir, bool async, size_t bytes, uint64_t host_ns);
+/* The copies copy/copy_entry.c's counted path finds without a description, by what they are: a
+ * pageable copy too small to stage, sync or async, passed with nothing following it, or one of the
+ * program's own pinned or registered memory, passed (H2D or D2H). Each class's cells have the same
+ * shape and lie side by side, so that either is counted by the same instructions. */
+enum counted_class {
+    COUNTED_PAGEABLE_SYNC,
+    COUNTED_PAGEABLE_ASYNC,
+    COUNTED_PINNED,
+    COUNTED_REGISTERED,
+    COUNTED_CLASSES
+};
+
+/* The class of a counted copy whose host side is of kind k (KIND_PAGEABLE, KIND_PINNED or
+ * KIND_REGISTERED). */
+static inline enum counted_class stats_counted_class(enum host_kind k, bool async)
+{
+    if (k == KIND_PAGEABLE)
+        return async ? COUNTED_PAGEABLE_ASYNC : COUNTED_PAGEABLE_SYNC;
+    return k == KIND_REGISTERED ? COUNTED_REGISTERED : COUNTED_PINNED;
+}
+
+/* Counts such a copy (dir: DIR_H2D or DIR_D2H) in one cell where a described one takes three: a
+ * small pageable one is read back as a transfer (pageable, passed), as passed for the gate's
+ * small_unstaged reason (stats_unstaged) and in the advice's pageable class of its direction and
+ * flavour (stats_small_pageable); an own pinned one as the transfer stats_add_transfer counts for
+ * ACTION_PASS, in the same cell. */
+void stats_add_counted(int32_t device, enum copy_dir dir, enum counted_class cls, size_t bytes, uint64_t host_ns);
 
 /* Those copies of one direction and flavour, over every device and size (observe/advice.c). */
 void stats_small_pageable(enum copy_dir dir, bool async, uint64_t *count, uint64_t *bytes, uint64_t *host_ns);

@@ -26,7 +26,7 @@ bool stage_declines_size(bool h2d, size_t bytes);
 /* What stage_wanted() does for a pageable host<->device copy too small for either threshold,
  * without its description: the first such copy may start the pool (pool_prewarm). Why it is not
  * staged (UNSTAGED_SMALL, or UNSTAGED_DISABLED with stage = off) is the gate's small_unstaged,
- * which the stats read back for every such copy (observe/stats.h, stats_add_small_pageable). */
+ * which the stats read back for every such copy (observe/stats.h, stats_add_counted). */
 void stage_small_copy(void);
 
 /* The program retained dev's primary context: with pool_prewarm = context, the pool's first slab

@@ -240,6 +240,8 @@ shim = float(re.search(r"^ +([0-9.]+) code libpinshim.so$", text, re.M).group(1)
 assert shim >= 8, shim  # the observing path (the forwarding wrapper alone: 4 lines)
 functions = text.split("shim code lines by function")[1].split("shim data lines")[0]
 assert re.search(r"^ +[0-9.]+ shape_htod_async$", functions, re.M), functions
+flow = re.search(r"^the shim's code: ([0-9.]+) instructions, ([0-9.]+) taken transfers", text, re.M)
+assert flow and float(flow.group(1)) > 20 and float(flow.group(2)) >= 2, text  # at least into the handler and back
 assert re.search(r"^those 4 iterations together: [0-9]+ lines$", text, re.M), text
 PY
     run python3 "$ROOT/tests/bench/footprint.py" --mode p --iterations 100

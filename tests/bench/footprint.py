@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """footprint.py: how many 64-byte lines of code and data one steady iteration of a hot loop touches,
 by region (the shim's code and data, the stack and other anonymous memory, the program, the driver),
-and which of the shim's functions and variables they belong to: the shim's footprint per call, which
+and which of the shim's functions and variables they belong to, with the instructions the shim runs
+and the transfers it takes (a straight path is one the front end fetches without being redirected,
+even with its branches forgotten): the shim's footprint per call, which
 in a large program (PyTorch) has left the caches by the next call (issue #12; README, "Real-workload
 benchmarks"). Deterministic, CPU only: it runs tests/bench/footprint_loop.c on the null driver
 (tests/bench/nullcuda.c) under valgrind's lackey, which prints every access, and counts the lines
@@ -53,7 +55,9 @@ def symbols(lib):
 
 def trace(loop, iterations, mode, env, info):
     """Runs the loop under lackey, its trace read from a pipe; returns each iteration's lines
-    ({(is code, line): addresses}) from the first store to the loop's `marker` on."""
+    ({(is code, line): addresses}) from the first store to the loop's `marker` on, each with its
+    instructions' flow (Counter: ("ins", line) instructions run from a line of code, ("taken",
+    line) transfers leaving one other than to the next instruction: jumps taken, calls, returns)."""
     marker = [int(l.split()[0], 16) for l in subprocess.run(["nm", loop], capture_output=True, text=True,
                                                              check=True).stdout.splitlines() if l.endswith(" marker")][0]
     read_fd, write_fd = os.pipe()
@@ -62,19 +66,24 @@ def trace(loop, iterations, mode, env, info):
                                  str(iterations), mode], env=env, pass_fds=(write_fd,), stdout=subprocess.DEVNULL,
                                 stderr=err)
     os.close(write_fd)
-    done, current = [], None
+    done, current, flow, prev_end, prev_line = [], None, None, None, None
     with os.fdopen(read_fd, errors="replace") as lines:
         for line in lines:
-            m = re.match(r"\s*([ILSM])\s+([0-9a-f]+),", line)
+            m = re.match(r"\s*([ILSM])\s+([0-9a-f]+),(\d+)", line)
             if not m:
                 continue
             kind, addr = m.group(1), int(m.group(2), 16)
             if kind in "SM" and addr == marker:
                 if current is not None:
-                    done.append(current)
-                current = {}
+                    done.append((current, flow))
+                current, flow = {}, collections.Counter()
             elif current is not None:
                 current.setdefault((kind == "I", addr >> 6), set()).add(addr)
+                if kind == "I":
+                    flow[("ins", addr >> 6)] += 1
+                    if prev_end is not None and addr != prev_end:
+                        flow[("taken", prev_line)] += 1
+                    prev_end, prev_line = addr + int(m.group(3)), addr >> 6
     if proc.wait() != 0:
         sys.exit("footprint.py: the loop failed under valgrind (exit status %d); its output: %s" %
                  (proc.returncode, info))
@@ -115,7 +124,8 @@ def main():
     if len(iterations) < n - 1:
         sys.exit("footprint.py: %d iterations traced of %d" % (len(iterations), n))
     first = n - n // 3
-    steady = iterations[first:]
+    steady = [lines for lines, flow in iterations[first:]]
+    flows = [flow for lines, flow in iterations[first:]]
     if lib:
         base = min(lo - off for lo, hi, off, name in maps if name == lib or name.endswith("/libpinshim.so"))
         syms, starts = symbols(lib)
@@ -149,6 +159,15 @@ def main():
           (args.mode, lib or "no shim", sum(by_region.values()) / k, first, n - 1, n))
     for key, c in by_region.most_common():
         print("  %6.1f %s" % (c / k, key))
+    if lib:
+        ins = taken = 0
+        for flow in flows:
+            for (what, line), c in flow.items():
+                if region(line << 6) == os.path.basename(lib):
+                    ins += c if what == "ins" else 0
+                    taken += c if what == "taken" else 0
+        print("the shim's code: %.1f instructions, %.1f taken transfers (jumps taken, calls, returns: each a "
+              "branch the predictors must hold, or a redirected fetch)" % (ins / len(flows), taken / len(flows)))
     print("shim code lines by function (a line two functions share counts for each):")
     for key, c in shim_code.most_common():
         print("  %6.1f %s" % (c / k, key))
