@@ -566,6 +566,39 @@ PY
     grep -F '| torch: x.item() of a 1-element CUDA tensor | +60.0 ns | 2.00 x = ' "$WORK/res/table.md"
 }
 
+@test "inprocess_builds.py: builds take turns (A B, B A), one run.py folder a process; the table sets each against the first, round by round; bad usage named" {
+    fake_interpreter
+    IB="$ROOT/tests/bench/workloads/inprocess_builds.py"
+    python3 "$IB" --out "$WORK/ib" --rounds 2 --groups 4 --python "$WORK/py" --fake A="$SHIM" B="$SHIM" >"$WORK/out.txt" 2>&1 ||
+        { cat "$WORK/out.txt"; false; }
+    cat "$WORK/out.txt"
+    # the order of the processes: round 1 A then B, round 2 B then A (the stand-in counts its processes)
+    [ "$(grep -E '^round ' "$WORK/out.txt" | cut -d: -f1 | paste -sd,)" = "round 1 A,round 1 B,round 2 B,round 2 A" ]
+    for d in A-r1 B-r1 B-r2 A-r2; do [ -f "$WORK/ib/$d/summary.json" ]; done
+    # item: A read +50 (round 1) and +110 (round 2), B +70 and +90: the same mean, B lower in round 2 only
+    grep -E '^item +A +2 +\+80.0 \+- 60.0 +- *$' "$WORK/out.txt"
+    grep -E '^item +B +2 +\+80.0 \+- 20.0 +- +\+0.0 \+- 63.2 +1 of 2$' "$WORK/out.txt"
+    # read again from the folders, set against B
+    python3 "$IB" --read "$WORK/ib" --first B >"$WORK/read.txt"
+    grep -E '^item +B +2 +\+80.0 \+- 20.0 +- *$' "$WORK/read.txt"
+    grep -E '^item +A +2 +\+80.0 \+- 60.0 +- +\+0.0 \+- 63.2 +1 of 2$' "$WORK/read.txt"
+    # bad usage
+    run python3 "$IB" --out "$WORK/x" A="$SHIM"
+    [ "$status" = 2 ] && [[ "$output" == *"expected two or more builds with different names"* ]]
+    run python3 "$IB" --out "$WORK/x" A="$SHIM" B="$WORK/nothing.so"
+    [ "$status" = 2 ] && [[ "$output" == *"no such library: $WORK/nothing.so"* ]]
+    run python3 "$IB" --out "$WORK/x" A "B=$SHIM"
+    [ "$status" = 2 ] && [[ "$output" == *"'A': expected NAME=LIBRARY"* ]]
+    run python3 "$IB" --read "$WORK/ib" --first C
+    [ "$status" = 1 ] && [[ "$output" == *"--first C: no build of that name"* ]]
+    mkdir "$WORK/empty"
+    run python3 "$IB" --read "$WORK/empty"
+    [ "$status" = 1 ] && [[ "$output" == *"holds no measured process"* ]]
+    echo '{' >"$WORK/ib/A-r1/summary.json"
+    run python3 "$IB" --read "$WORK/ib"
+    [ "$status" = 1 ] && [[ "$output" == *"A-r1/summary.json: not a run.py summary"* ]]
+}
+
 @test "workloads harness: --inprocess-only asks inprocess_ab.py for the rows named, under the shim and under alloc_count, and says the others were not asked" {
     fake_interpreter
     harness --fake --only fake_same --pairs 1 --no-guard --inprocess 2 --inprocess-groups 4 --inprocess-only nb \
