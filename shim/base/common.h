@@ -18,6 +18,10 @@
  * which the linker lays out together, so such a call touches a few code pages instead of one or two
  * per source file (in a PyTorch process the shim's code is cold at every call). */
 #define PINSHIM_HOT __attribute__((hot))
+/* A handler every counted copy or synchronize enters: it starts on a cache line of its own, so that
+ * its path's first instructions do not share a line with whatever the linker put before it (one
+ * line more per call, come and gone with unrelated changes: tests/bench/footprint.py). */
+#define PINSHIM_LINE_START __attribute__((hot, aligned(64)))
 
 /* One pause of a spin-wait loop (the CPU's hint that this thread waits on memory; 10-150 cycles
  * depending on the CPU); nothing where there is no such instruction. */

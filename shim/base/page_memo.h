@@ -67,6 +67,16 @@ static inline int page_memo_get(struct page_memo *m, uintptr_t p, uint64_t gen)
     return (int)(word >> PAGE_MEMO_PAGE_BITS & 3u);
 }
 
+/* Whether the page holding p is remembered with this answer in generation gen: page_memo_get() ==
+ * answer as one comparison of the whole slot (no slot holds page 0, nor a page past 48 bits), for a
+ * caller that asks after one answer only, on a path where each branch may be cold. */
+static inline int page_memo_holds(struct page_memo *m, uintptr_t p, uint64_t gen, unsigned answer)
+{
+    uint64_t page = (uint64_t)p >> PAGE_MEMO_PAGE_SHIFT;
+    uint64_t word = __atomic_load_n(page_memo_slot(m, page), __ATOMIC_RELAXED);
+    return (word == page_memo_word(page, answer, gen)) & !(page >> PAGE_MEMO_PAGE_BITS) & (page != 0);
+}
+
 /* Remembers answer for the page holding p, computed in generation gen. */
 static inline void page_memo_put(struct page_memo *m, uintptr_t p, uint64_t gen, unsigned answer)
 {

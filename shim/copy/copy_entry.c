@@ -63,7 +63,7 @@ PINSHIM_HOT static uint64_t copy_time_weight(const struct copy *c)
  * joined into few branches: in a framework's loop those lines are cold at every call, and its
  * branches forgotten. A pinned 4 KiB copy runs 10 lines of the shim's code, 144 instructions and
  * 3 taken transfers (into the handler, the driver's call, the return), a small pageable one 13
- * lines, 180 and 6, where they took 17, 180 and 10 and 18, 213 and 9 (null driver,
+ * lines, 174 and 6, where they took 17, 180 and 10 and 18, 213 and 9 (null driver,
  * tests/bench/footprint.py --mode h|p, 2026-12-07). */
 static inline __attribute__((always_inline)) enum host_path host_path(uintptr_t host, size_t bytes, bool h2d,
                                                                       enum host_kind *kind)
@@ -188,7 +188,7 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
                           real(SHAPE_ARGS(shape)));                                                 \
         return result;                                                                              \
     }                                                                                               \
-    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                  \
+    PINSHIM_LINE_START CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)           \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
         CUresult result;                                                                            \

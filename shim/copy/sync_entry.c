@@ -33,7 +33,7 @@ static inline uint64_t wait_weight(void)
  * BLOCKING_SYNC_HANDLER times by wait_weight(), POLLING_SYNC_HANDLER (calls that return at once)
  * one call in PINSHIM_SAMPLE_EVERY. */
 #define SYNC_HANDLER(shape, weight, blocking, released)                                            \
-    PINSHIM_HOT CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)                  \
+    PINSHIM_LINE_START CUresult shape_##shape(enum driver_entry_id id, SHAPE_##shape##_P)           \
     {                                                                                               \
         ENTRY_PROLOGUE(shape, SHAPE_ARGS(shape));                                                   \
         CUresult result;                                                                            \

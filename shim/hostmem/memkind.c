@@ -145,7 +145,8 @@ PINSHIM_HOT enum host_kind memkind_of_table(uintptr_t p)
 
 enum host_kind memkind_of_driver(uintptr_t p) { return driver_kind(p); }
 
-PINSHIM_HOT enum host_kind memkind_last_range(uintptr_t p)
+/* In line in every copy handler (copy/copy_entry.c, host_path), whatever the compiler would choose. */
+__attribute__((always_inline)) inline enum host_kind memkind_last_range(uintptr_t p)
 {
     if (cache_holds(p, kinds_generation()))
         return (enum host_kind)pinshim_thread.kind_hit.kind;

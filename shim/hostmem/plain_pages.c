@@ -10,12 +10,17 @@
 enum { PLAIN = 1 };
 static struct page_memo plain;
 
-PINSHIM_HOT uint64_t plain_pages_generation(void)
+/* The two a small pageable copy asks in its handler's line (copy/copy_entry.c, host_path): in line
+ * there whatever the compiler would choose (it stopped inlining plain_pages_hold() once). */
+__attribute__((always_inline)) inline uint64_t plain_pages_generation(void)
 {
     return __atomic_load_n(&pinshim_gate.plain_pages, __ATOMIC_ACQUIRE);
 }
 
-PINSHIM_HOT bool plain_pages_hold(uintptr_t p, uint64_t gen) { return page_memo_get(&plain, p, gen) == PLAIN; }
+__attribute__((always_inline)) inline bool plain_pages_hold(uintptr_t p, uint64_t gen)
+{
+    return page_memo_holds(&plain, p, gen, PLAIN);
+}
 
 void plain_pages_note(uintptr_t p, uint64_t gen)
 {

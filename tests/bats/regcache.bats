@@ -31,6 +31,13 @@ print(eval(sys.argv[2]))
 PY
 }
 
+@test "the page memo answers as a model of its slots, and holds() as get() == answer, pages past 48 bits never remembered" {
+    run "$T/page_memo_check"
+    echo "$output"
+    [ "$status" = 0 ]
+    [[ "$output" == "page_memo: "*" checks as the model" ]]
+}
+
 @test "the allocation table answers as a plain list through random allocations, frees and registrations" {
     run "$T/alloc_table_check"
     echo "$output"
