@@ -16,6 +16,7 @@
 #include <cuda.h>
 #include <stdint.h>
 
+#include "base/common.h"
 #include "base/gate.h"
 
 /* ctxdev_current() where the process may see several devices (or has not asked yet). */
@@ -25,7 +26,7 @@ int32_t ctxdev_current_asked(void);
  * handler's own lines. */
 static inline __attribute__((always_inline)) int32_t ctxdev_current(void)
 {
-    if (__builtin_expect(__atomic_load_n(&pinshim_gate.devices, __ATOMIC_RELAXED) == 1, 1))
+    if (PINSHIM_LIKELY(__atomic_load_n(&pinshim_gate.devices, __ATOMIC_RELAXED) == 1))
         return 0;
     return ctxdev_current_asked();
 }

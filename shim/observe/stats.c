@@ -25,7 +25,7 @@ struct cell {
  * Per-thread counters (base/tally.h): adding is a plain store into the thread's own copy, whose
  * pages are touched only for the devices the thread copies to. */
 #define DEVICE_SLOTS (STATS_DEVICES + 1)
-#define SMALL_DIRS 2 /* H2D, D2H */
+#define COUNTED_DIRS 2 /* H2D, D2H */
 
 /* A row's calls; a sync point's also its timing (timed: the calls whose time was read). */
 struct entry_cell {
@@ -43,10 +43,10 @@ static struct {
     struct entry_cell entries[ENTRY_COUNT];
     /* stats_add_counted's cells: direction, class, size bucket. A small copy's one line where it
      * was three (transfer, reason, advice) */
-    struct cell counted[SMALL_DIRS][COUNTED_CLASSES][STATS_BUCKETS];
+    struct cell counted[COUNTED_DIRS][COUNTED_CLASSES][STATS_BUCKETS];
 } hot TALLY __attribute__((aligned(4096)));
 _Static_assert(sizeof hot <= 4096, "the counted calls' counters are one page");
-static struct cell counted_rest[DEVICE_SLOTS - 1][SMALL_DIRS][COUNTED_CLASSES][STATS_BUCKETS] TALLY;
+static struct cell counted_rest[DEVICE_SLOTS - 1][COUNTED_DIRS][COUNTED_CLASSES][STATS_BUCKETS] TALLY;
 /* the rest of the transfers (a cell of own pinned memory passed is always 0 here) */
 static struct cell transfers[DEVICE_SLOTS][DIR_COUNT][KIND_COUNT][STATS_BUCKETS][ACTION_COUNT] TALLY;
 static uint64_t failed_copies TALLY;
