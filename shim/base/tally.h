@@ -31,9 +31,16 @@ char *tally_claim(void);
 void tally_add_first(uint64_t *counter, uint64_t v);
 void tally_add3_first(uint64_t *counters, uint64_t a, uint64_t b, uint64_t c);
 
+/* Adds v to a counter only this thread writes. On x86-64 one instruction (an add to memory, where
+ * the atomic load and store were three, 11 bytes more of code on the copy's path); its aligned
+ * 8-byte store is still one whole store to the readers' relaxed loads. */
 static inline void tally_plain_add(uint64_t *c, uint64_t v)
 {
+#if defined(__x86_64__)
+    __asm__ volatile("addq %1, %0" : "+m"(*c) : "er"(v));
+#else
     __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+#endif
 }
 
 /* Adds a, b and c to counters[0], [1] and [2] (a count, its bytes and its time), finding the
