@@ -138,8 +138,10 @@ $(BUILD)/tests/%: tests/progs/%.c $(wildcard tests/progs/*.h) $(FAKE_LIB) $(TEST
 	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl $(if $(findstring _linked,$*),$(PROG_LINK_linked)) \
 	    $(if $(filter dlnext,$*),$(PROG_LINK_dlnext)) $(if $(filter logprog,$*),-rdynamic)
 
-# stream_copy_check compiles shim/stage/stream_copy.c in (a unit test of that one file).
+# stream_copy_check compiles shim/stage/stream_copy.c in (a unit test of that one file), and
+# sample_check shim/base/clock.c.
 $(BUILD)/tests/stream_copy_check: shim/stage/stream_copy.c shim/stage/stream_copy.h
+$(BUILD)/tests/sample_check: shim/base/clock.c shim/base/clock.h shim/base/thread.h
 # openmp_stage runs an OpenMP parallel region (libgomp loaded) before its copies; openmp_stage_llvm
 # is the same program built with clang against LLVM's OpenMP runtime (libomp).
 $(BUILD)/tests/openmp_stage: PROG_CFLAGS += -fopenmp

@@ -16,6 +16,13 @@
 
 struct pinshim_clock pinshim_clock;
 
+uint64_t pinshim_sample_due(void)
+{
+    bool first = pinshim_thread.sample_left == 0;
+    pinshim_thread.sample_left = 1 + pinshim_sample_draw() % (2 * PINSHIM_SAMPLE_EVERY - 1);
+    return first ? 0 : PINSHIM_SAMPLE_EVERY;
+}
+
 /* CPUID 8000_0007h EDX bit 8: the TSC runs at a constant rate and does not stop in deep C-states. */
 static bool tsc_invariant(void)
 {

@@ -74,11 +74,13 @@ static inline uint64_t pinshim_ticks_ns(uint64_t t0, uint64_t t1)
 static inline uint64_t pinshim_ticks_since(uint64_t t0) { return pinshim_ticks_ns(t0, pinshim_ticks()); }
 
 /* Calls that cannot block (an async copy of pinned or device memory, an event record, a query) and
- * copies too small to stage are timed on one call in PINSHIM_SAMPLE_EVERY, drawn at random per
- * thread (a fixed stride would alias with a program's own period: a copy and an event record in
- * turn would time only copies), that time counted PINSHIM_SAMPLE_EVERY times: the two reads around
- * a call cost 60-70 ns in a PyTorch process on an H200 host, 1 % of an event record.
- * pinshim_sample_weight() says what the call in hand counts for: 0 (not timed) or
+ * copies too small to stage are timed on one call in PINSHIM_SAMPLE_EVERY, that time counted
+ * PINSHIM_SAMPLE_EVERY times: the two reads around a call cost 60-70 ns in a PyTorch process on an
+ * H200 host, 1 % of an event record. Each thread times the last call of a run whose length is
+ * drawn at random, 1 to 2 x PINSHIM_SAMPLE_EVERY - 1 calls (a fixed stride would alias with a
+ * program's own period: a copy and an event record in turn would time only copies), so that the
+ * calls in between only count down (where a draw on every call was 15 instructions of every
+ * counted copy). pinshim_sample_weight() says what the call in hand counts for: 0 (not timed) or
  * PINSHIM_SAMPLE_EVERY. Counting stays exact; the time totals become estimates. */
 #define PINSHIM_SAMPLE_EVERY 16u
 
@@ -101,7 +103,19 @@ static inline uint64_t pinshim_one_in(uint32_t every)
     return (pinshim_sample_draw() & (every - 1)) == 0 ? every : 0;
 }
 
-static inline uint64_t pinshim_sample_weight(void) { return pinshim_one_in(PINSHIM_SAMPLE_EVERY); }
+/* The end of the thread's run (or its first sampled call): draws the next run; PINSHIM_SAMPLE_EVERY
+ * at a run's end, 0 on the thread's first call. Out of line (clock.c). */
+uint64_t pinshim_sample_due(void);
+
+static inline uint64_t pinshim_sample_weight(void)
+{
+    uint32_t left = pinshim_thread.sample_left;
+    if (PINSHIM_LIKELY(left > 1)) {
+        pinshim_thread.sample_left = left - 1;
+        return 0;
+    }
+    return pinshim_sample_due();
+}
 
 /* Blocking calls (a synchronize, which waits for the device) are timed on every call: their time
  * is what the summary's sync points report. Where that costs more than it tells, on a thread whose

@@ -13,6 +13,7 @@ struct pinshim_thread {
     int depth;             /* > 0: the shim is calling the driver itself (common.h) */
     uint32_t sample_state; /* the one-in-N draws' xorshift state (clock.h) */
     uint32_t short_waits;  /* the thread's run of short synchronizes (clock.h) */
+    uint32_t sample_left;  /* calls until the next timed one, this one included; 0: none drawn (clock.h) */
     uintptr_t caller;      /* the return address of the wrapper call being handled (common.h) */
     char *tally_mine;      /* the thread's copy of the counters (tally.h) */
     struct pinshim_kind_hit { /* the last range hostmem/memkind.c found, valid in its generation */

@@ -225,6 +225,13 @@ s = json.loads([l for l in open(sys.argv[1]) if l.startswith("{")][-1])
 print(*[(r["count"], r["timed"]) for r in s["syncs"] if r["call"] == sys.argv[2]][0])' "$WORK/$1.err" "$2"
 }
 
+@test "sampled timing: one call in 16 at the end of runs of 1 to 31 calls drawn at random, the thread's first untimed, weights adding up to the calls" {
+    run "$T/sample_check"
+    echo "$output"
+    [ "$status" = 0 ]
+    [[ "$output" == "sample: "*" timed as the model" ]]
+}
+
 @test "sync timing: a thread's long run of short waits is timed one call in 4, long waits every call, all of them with sync_timing = all" {
     export FAKECUDA_LATENCY_US=100
     sync_run short idle 20000
