@@ -38,17 +38,17 @@ PINSHIM_HOT static void clear_host_edges(const struct copy *c)
  * copies whose host side is not pageable (they return once queued), are timed one call in
  * PINSHIM_SAMPLE_EVERY: the clock reads cost about 60 ns in a PyTorch process, 0.5 % of a 4 KB
  * pageable .to("cuda"). */
-static inline __attribute__((always_inline)) uint64_t counted_time_weight(size_t bytes, bool async,
+static inline __attribute__((always_inline)) uint64_t counted_time_weight(bool small, bool async,
                                                                            enum host_kind host_kind)
 {
-    if (copy_is_small(bytes) || (async && host_kind != KIND_PAGEABLE))
+    if (small || (async && host_kind != KIND_PAGEABLE))
         return pinshim_sample_weight();
     return 1;
 }
 
 PINSHIM_HOT static uint64_t unlogged_time_weight(const struct copy *c)
 {
-    return counted_time_weight(c->bytes, c->async, c->host_kind);
+    return counted_time_weight(copy_is_small(c->bytes), c->async, c->host_kind);
 }
 
 PINSHIM_HOT static uint64_t copy_time_weight(const struct copy *c)
@@ -61,14 +61,14 @@ PINSHIM_HOT static uint64_t copy_time_weight(const struct copy *c)
  * case, asked again from the start) out of line. With count_direct() below, also in line, a
  * counted copy runs one stretch of its handler's code rather than several functions', its tests
  * joined into few branches: in a framework's loop those lines are cold at every call, and its
- * branches forgotten. A pinned 4 KiB copy runs 10 lines of the shim's code, 144 instructions and
- * 3 taken transfers (into the handler, the driver's call, the return), a small pageable one 13
- * lines, 174 and 6, where they took 17, 180 and 10 and 18, 213 and 9 (null driver,
- * tests/bench/footprint.py --mode h|p, 2026-12-07). */
-static inline __attribute__((always_inline)) enum host_path host_path(uintptr_t host, size_t bytes, bool h2d,
-                                                                      enum host_kind *kind)
+ * branches forgotten. A pinned 4 KiB copy runs 9.4 lines of the shim's code, 126 instructions and
+ * 3.3 taken transfers (into the handler, the driver's call, the return; more on the one call in 16
+ * that is timed), a small pageable one 11.4 lines, 150 and 5.3, where at 955b2f0 they took 17, 180
+ * and 10 and 18, 213 and 9 (null driver, tests/bench/footprint.py --mode h|p, 2026-12-07). */
+static inline __attribute__((always_inline)) enum host_path host_path(uintptr_t host, size_t bytes, bool small,
+                                                                      bool h2d, enum host_kind *kind)
 {
-    if (PINSHIM_LIKELY(copy_is_small(bytes))) {
+    if (PINSHIM_LIKELY(small)) {
         uint64_t plain_gen = plain_pages_generation();
         enum host_kind k = memkind_last_range(host);
         if (PINSHIM_LIKELY(((k == KIND_PINNED) | (k == KIND_REGISTERED)) & !copies_followed())) {
@@ -197,11 +197,12 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
             bool h2d_ = dst_kind == KIND_DEVICE;                                                    \
             uintptr_t host_ = h2d_ ? (uintptr_t)(src_addr) : (uintptr_t)(dst_addr);                 \
             enum host_kind k_;                                                                      \
-            enum host_path path_ = host_path(host_, bytes, h2d_, &k_);                              \
+            bool small_ = copy_is_small(bytes); /* one read of the gate's threshold */              \
+            enum host_path path_ = host_path(host_, bytes, small_, h2d_, &k_);                      \
             if (PINSHIM_LIKELY(path_ != HOST_DESCRIBE)) {                                           \
                 if (path_ == HOST_SMALL_PAGEABLE)                                                   \
                     stage_small_copy(); /* the first may start the pool */                          \
-                uint64_t w_ = counted_time_weight(bytes, async, k_), t0_ = pinshim_ticks_if(w_);    \
+                uint64_t w_ = counted_time_weight(small_, async, k_), t0_ = pinshim_ticks_if(w_);   \
                 result = real(SHAPE_ARGS(shape));                                                   \
                 count_direct(h2d_ ? DIR_H2D : DIR_D2H, k_, async, bytes, result,                    \
                              pinshim_ticks_weighted(t0_, w_));                                      \
