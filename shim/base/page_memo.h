@@ -32,19 +32,22 @@ static inline uint64_t page_memo_page(uintptr_t p)
     return page >> PAGE_MEMO_PAGE_BITS ? 0 : page;
 }
 
-/* Eight neighbouring pages share a cache line of slots (their group's line, chosen by a hash of
- * the group so that strided buffers spread over the memo): a loop over small tensors allocated one
- * after another finds the next page's answer on the line the last copy read. With one slot per
- * page hashed on its own, each such copy missed the cache once per memo (a small pageable copy asks
- * two): 1000 x 4 KB pageable tensors .to("cuda") in PyTorch, both layouts in one process, blocks
- * alternating, took 69 ns (blocking) and 70 ns (non_blocking) more per copy with hashed slots
- * (medians of 6 processes on an H100 instance, 2026-11-27; .item() and pinned copies unchanged). */
+/* Eight neighbouring pages share a cache line of slots (their group's line: the group's low bits
+ * folded with its next ones, so that buffers strided by a power of two spread over the memo; a
+ * multiplicative hash took 20 bytes more of a small copy's code): a loop over small tensors
+ * allocated one after another finds the next page's answer on the line the last copy read. With
+ * one slot per page hashed on its own, each such copy missed the cache once per memo (a small
+ * pageable copy asks two): 1000 x 4 KB pageable tensors .to("cuda") in PyTorch, both layouts in
+ * one process, blocks alternating, took 69 ns (blocking) and 70 ns (non_blocking) more per copy
+ * with hashed slots (medians of 6 processes on an H100 instance, 2026-11-27; .item() and pinned
+ * copies unchanged). */
 #define PAGE_MEMO_GROUP_BITS 3 /* 8 slots of 8 bytes: one 64-byte line */
 #define PAGE_MEMO_LINE_BITS 9  /* 4096 slots / 8 */
 
 static inline uint64_t *page_memo_slot(struct page_memo *m, uint64_t page)
 {
-    uint64_t line = ((page >> PAGE_MEMO_GROUP_BITS) * 0x9E3779B97F4A7C15ull) >> (64 - PAGE_MEMO_LINE_BITS);
+    uint64_t group = page >> PAGE_MEMO_GROUP_BITS;
+    uint64_t line = (group ^ group >> PAGE_MEMO_LINE_BITS) & ((1u << PAGE_MEMO_LINE_BITS) - 1);
     return &m->slots[line << PAGE_MEMO_GROUP_BITS | (page & ((1u << PAGE_MEMO_GROUP_BITS) - 1))];
 }
 _Static_assert(PAGE_MEMO_SLOTS == 1u << (PAGE_MEMO_GROUP_BITS + PAGE_MEMO_LINE_BITS), "slots = lines x group");
@@ -68,13 +71,14 @@ static inline int page_memo_get(struct page_memo *m, uintptr_t p, uint64_t gen)
 }
 
 /* Whether the page holding p is remembered with this answer in generation gen: page_memo_get() ==
- * answer as one comparison of the whole slot (no slot holds page 0, nor a page past 48 bits), for a
- * caller that asks after one answer only, on a path where each branch may be cold. */
+ * answer as one test of the whole slot, for a caller that asks after one answer only, on a path
+ * where each branch may be cold. No slot holds page 0 nor a page past 48 bits: (page - 1) >> 36 is
+ * not 0 for those but page 1 << 36, whose word's low 36 bits are 0, which no stored word's are. */
 static inline int page_memo_holds(struct page_memo *m, uintptr_t p, uint64_t gen, unsigned answer)
 {
     uint64_t page = (uint64_t)p >> PAGE_MEMO_PAGE_SHIFT;
     uint64_t word = __atomic_load_n(page_memo_slot(m, page), __ATOMIC_RELAXED);
-    return (word == page_memo_word(page, answer, gen)) & !(page >> PAGE_MEMO_PAGE_BITS) & (page != 0);
+    return ((word ^ page_memo_word(page, answer, gen)) | (page - 1) >> PAGE_MEMO_PAGE_BITS) == 0;
 }
 
 /* Remembers answer for the page holding p, computed in generation gen. */

@@ -1,9 +1,10 @@
 /* page_memo_check.c: shim/base/page_memo.h (included here) through random puts, gets and raises:
  * page_memo_holds(m, p, gen, a) answers exactly page_memo_get(m, p, gen) == a, for remembered and
- * forgotten pages, stale generations, every answer, page 0, and addresses past 48 bits (which are
- * never remembered, even when their low 36 page bits are a remembered page's); and get answers what
- * the last put of that page's slot left, in its generation, or -1. Prints "page_memo: N checks as
- * the model" or the first difference and exits 1. */
+ * forgotten pages, stale generations, every answer, page 0, page 1 << 36 (whose word's low 36
+ * bits are 0, as no remembered page's are), and addresses past 48 bits (which are never
+ * remembered, even when their low 36 page bits are a remembered page's); and get answers what the
+ * last put of that page's slot left, in its generation, or -1. Prints "page_memo: N checks as the
+ * model" or the first difference and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,10 @@ static uint64_t rnd(void) { return ((uint64_t)rand() << 31) ^ (uint64_t)rand(); 
 
 static uintptr_t some_address(void)
 {
-    switch (rnd() % 8) {
+    switch (rnd() % 9) {
     case 0: return (uintptr_t)(rnd() % 4096);                            /* page 0 */
     case 1: return (uintptr_t)(rnd() | 1ull << 52) << 4;                 /* past 48 bits */
+    case 2: return (uintptr_t)(1ull << 48) + rnd() % 4096;               /* page 1 << 36: low bits 0 */
     default: return (uintptr_t)(0x7f0000000000ull + (rnd() % 20000) * 4096 + rnd() % 4096);
     }
 }
