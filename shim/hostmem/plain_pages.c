@@ -6,6 +6,8 @@
 #include "base/common.h"
 #include "base/gate.h"
 #include "base/page_memo.h"
+#include "base/thread.h"
+#include "memkind.h"
 
 enum { PLAIN = 1 };
 static struct page_memo plain;
@@ -22,10 +24,65 @@ __attribute__((always_inline)) inline bool plain_pages_hold(uintptr_t p, uint64_
     return page_memo_holds(&plain, p, gen, PLAIN);
 }
 
-void plain_pages_note(uintptr_t p, uint64_t gen)
+__attribute__((always_inline)) inline bool plain_pages_in_run(uintptr_t p, uint64_t gen)
+{
+    const struct pinshim_plain_run *run = &pinshim_thread.plain_run;
+    return (run->generation == gen) & (p >= run->base) & (p < run->end); /* one branch, as memkind's last range */
+}
+
+/* Whether no tracked allocation holds any part of p's page: the table's memo, else its lookup under
+ * the lock, which remembers a page it finds untracked. */
+static bool untracked(uintptr_t p)
 {
     if (!alloc_table_may_hold(p))
-        page_memo_put(&plain, p, gen, PLAIN);
+        return true;
+    if (alloc_table_held()) /* the shim's own work under the lock: not asked */
+        return false;
+    alloc_table_lock();
+    alloc_table_containing(p);
+    alloc_table_unlock();
+    return !alloc_table_may_hold(p);
+}
+
+/* Whether every page of [lo, hi) is plain in generation gen: remembered, or asked and noted. */
+static bool pages_plain(uintptr_t lo, uintptr_t hi, uint64_t gen)
+{
+    for (uintptr_t q = lo; q < hi; q += (uintptr_t)1 << PAGE_MEMO_PAGE_SHIFT) {
+        if (page_memo_holds(&plain, q, gen, PLAIN))
+            continue;
+        if (!memkind_page_pageable(q) || !untracked(q))
+            return false;
+        page_memo_put(&plain, q, gen, PLAIN);
+    }
+    return true;
+}
+
+void plain_pages_found(uintptr_t p, uint64_t gen)
+{
+    struct pinshim_plain_run *run = &pinshim_thread.plain_run;
+    uintptr_t lo, hi, reach = (uintptr_t)PLAIN_RUN_BRIDGE << PAGE_MEMO_PAGE_SHIFT;
+    page_memo_bounds(p, &lo, &hi);
+    if (run->generation == gen && run->base < run->end) {
+        if (lo >= run->base && hi <= run->end)
+            return;
+        if (lo >= run->end && lo - run->end <= reach && pages_plain(run->end, lo, gen)) {
+            run->end = hi;
+            return;
+        }
+        if (hi <= run->base && run->base - hi <= reach && pages_plain(hi, run->base, gen)) {
+            run->base = lo;
+            return;
+        }
+    }
+    *run = (struct pinshim_plain_run){gen, lo, hi};
+}
+
+bool plain_pages_note(uintptr_t p, uint64_t gen)
+{
+    if (alloc_table_may_hold(p))
+        return false;
+    page_memo_put(&plain, p, gen, PLAIN);
+    return true;
 }
 
 void plain_pages_changed(void) { page_memo_raise_word(&plain, &pinshim_gate.plain_pages); }

@@ -3,11 +3,17 @@
  * memo and the allocation table's each answer half of that, on a line of their own (skipping either
  * took 50-64 ns from a 4 KB pageable .to("cuda", non_blocking) in PyTorch: README, twelfth stop);
  * this memo answers the whole question from one line, its generation on the gate's (base/gate.h).
+ * Each thread also keeps the run of neighbouring plain pages it found last (base/thread.h, the
+ * second line of its block): a loop over small tensors allocated one after another finds each
+ * copy's page in that run with a range test, where the memo's slot took a hash, a line of its own
+ * and two more lines of the handler's code (tests/bench/footprint.py --mode p).
  * Valid while neither table changes in a way that can make a plain page less plain: memkind calls
  * plain_pages_changed() at every change of its table and every unmapping the hooks see, the
  * allocation table at every record it adds (a record removed leaves plain pages plain).
- * Contract: lock-free and thread-safe; a page is answered plain only if it was noted in the current
- * generation, read before the lookups that found it plain. */
+ * Contract: lock-free and thread-safe, but plain_pages_found() (which may take the allocation
+ * table's lock and ask the driver: call it where a copy's host side may be classified); a page is
+ * answered plain only if it was noted, or found plain in a run, in the current generation, read
+ * before the lookups that found it plain. */
 #ifndef PINSHIM_PLAIN_PAGES_H
 #define PINSHIM_PLAIN_PAGES_H
 
@@ -20,9 +26,20 @@ uint64_t plain_pages_generation(void);
 /* Whether p's page was noted plain in generation gen (the current one, read before). */
 bool plain_pages_hold(uintptr_t p, uint64_t gen);
 
+/* Whether p lies in the calling thread's run of plain pages of generation gen (the current one,
+ * read before). */
+bool plain_pages_in_run(uintptr_t p, uint64_t gen);
+
+/* p's page is plain in generation gen (plain_pages_hold(), or just noted): the calling thread's run
+ * grows to it when it lies at most PLAIN_RUN_BRIDGE pages past either end, the pages between found
+ * plain first (the memo, else asked as a copy's page is, and noted); otherwise the run becomes p's
+ * page alone. */
+#define PLAIN_RUN_BRIDGE 8
+void plain_pages_found(uintptr_t p, uint64_t gen);
+
 /* memkind called p's page pageable in generation gen (plain_pages_generation(), read before asking):
- * remembered as plain when the allocation table's memo says no tracked allocation holds it. */
-void plain_pages_note(uintptr_t p, uint64_t gen);
+ * remembered as plain when the allocation table's memo says no tracked allocation holds it (true). */
+bool plain_pages_note(uintptr_t p, uint64_t gen);
 
 /* memkind's table or the allocation table changed, or memory was unmapped: forget every page. */
 void plain_pages_changed(void);

@@ -86,6 +86,15 @@ print(dict(sorted(n.items())))' "$WORK/s.json" "$1"
     [ "$(h2d_by action)" = "{'pass': 5, 'registered': 2}" ]
 }
 
+@test "small copies: a thread's run of plain pages grows over the pages between, each asked once, never over a registered page or a tracked one" {
+    kind_run strided # every other page of 16, three passes: 8 pages copied, 7 between, 1 for the copies back
+    [ "$(pointer_queries)" -eq 16 ]
+    [ "$(h2d_by host_kind)" = "{'pageable': 24}" ]
+    PINSHIM_TRACK_MIN_BYTES=8K kind_run bridge # page 9 registered, pages 13-14 tracked, next to runs
+    [ "$(h2d_by host_kind)" = "{'pageable': 36, 'registered': 4}" ]
+    [ "$(h2d_by action)" = "{'pass': 38, 'registered': 2}" ]
+}
+
 @test "larger copies from an allocation the malloc hooks saw: pageable without asking the driver, registered once the program registers it" {
     PINSHIM_REGISTER_AFTER=1000 kind_run heap 50 # no registration of the cache's in the way
     [ "$(pointer_queries)" -le 1 ] # at most the small copy back into a stack buffer

@@ -22,7 +22,18 @@
  *                          only the new allocation tells the shim; pin-on-reuse registers it at the
  *                          third
  *   kindprog heap N      - the same with N copies of 128 KiB from a 2 MiB aligned_alloc'd buffer
- *                          (tracked: the shim knows it pageable without asking the driver) */
+ *                          (tracked: the shim knows it pageable without asking the driver)
+ *   kindprog strided     - 4 KB H2D from every other page of a 16-page mapping, three passes: each
+ *                          copied page is asked once; the thread's run of plain pages grows over
+ *                          the pages between, each asked once too
+ *   kindprog bridge      - 4 KB H2D from pages of a 24-page mapping made by a raw system call
+ *                          (untracked), in which the program registered page 9 and mapped pages
+ *                          13-14 again (tracked when PINSHIM_TRACK_MIN_BYTES is 8K at most): three
+ *                          passes over pages 0-7, then pages 10 (twice), 9 (four times), 11 and 12
+ *                          (twice each), 15 (twice), 13 (four times): the thread's run of plain
+ *                          pages must not grow over the registered page nor the tracked one; 4
+ *                          copies registered, and pin-on-reuse registers the tracked allocation at
+ *                          its third */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -46,12 +57,17 @@ static char *filled_buffer(size_t bytes, uint32_t seed)
     return buf;
 }
 
-/* Prints a hash of the first n (at most SMALL) bytes of the device buffer, copied back. */
+/* Prints a hash of the first n (at most LARGE) bytes of the device buffer, copied back SMALL bytes at a time. */
 static void print_device_hash(const char *what, size_t n)
 {
     char back[SMALL];
-    CHECK(d.dtoh(back, dev, n));
-    printf("%s: hash %016llx\n", what, (unsigned long long)test_hash(back, n));
+    unsigned long long hash = 0;
+    for (size_t at = 0; at < n; at += SMALL) {
+        size_t part = n - at < SMALL ? n - at : SMALL;
+        CHECK(d.dtoh(back, dev + at, part));
+        hash = hash * 31 + (unsigned long long)test_hash(back, part);
+    }
+    printf("%s: hash %016llx\n", what, hash);
 }
 
 static void same(int n, size_t bytes)
@@ -163,6 +179,50 @@ static void tracked(void)
     munmap(alloc, big);
 }
 
+/* Copies 4 KB from page i of area to the device, `times` times, each time from a fresh fill. */
+static void copy_page(char *area, int i, int times)
+{
+    static uint32_t seed = 100;
+    for (int t = 0; t < times; t++) {
+        test_fill(area + (size_t)i * SMALL, SMALL, seed++);
+        CHECK(d.htod(dev + (CUdeviceptr)(i % 16) * SMALL, area + (size_t)i * SMALL, SMALL));
+    }
+}
+
+static void strided(void)
+{
+    char *area = map_at(NULL, 16 * SMALL);
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; i < 16; i += 2)
+            copy_page(area, i, 1);
+    print_device_hash("strided", 16 * SMALL);
+    munmap(area, 16 * SMALL);
+}
+
+static void bridge(void)
+{
+    size_t bytes = 24 * SMALL;
+    char *area = (char *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (area == MAP_FAILED)
+        exit(1);
+    CHECK(d.host_register(area + 9 * SMALL, SMALL, 0));
+    syscall(SYS_munmap, area + 13 * SMALL, (size_t)2 * SMALL);
+    map_at(area + 13 * SMALL, 2 * SMALL);
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; i < 8; i++)
+            copy_page(area, i, 1);
+    copy_page(area, 10, 2); /* found plain: the run [0, 8) may not grow over page 9 */
+    copy_page(area, 9, 4);
+    copy_page(area, 11, 2);
+    copy_page(area, 12, 2);
+    copy_page(area, 15, 2); /* the run [10, 13) may not grow over pages 13-14 */
+    copy_page(area, 13, 4);
+    print_device_hash("bridge", 16 * SMALL);
+    CHECK(d.host_unregister(area + 9 * SMALL));
+    munmap(area + 13 * SMALL, 2 * SMALL);
+    syscall(SYS_munmap, area, bytes);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -185,8 +245,13 @@ int main(int argc, char **argv)
         tracked();
     else if (strcmp(mode, "heap") == 0 && n > 0)
         around_registration("heap", 2u << 20, LARGE, n, 15);
+    else if (strcmp(mode, "strided") == 0)
+        strided();
+    else if (strcmp(mode, "bridge") == 0)
+        bridge();
     else {
-        fprintf(stderr, "usage: kindprog same N | large N | register | subpage | remap | pinned | tracked | heap N\n");
+        fprintf(stderr, "usage: kindprog same N | large N | register | subpage | remap | pinned | tracked | heap N | "
+                        "strided | bridge\n");
         return 2;
     }
     CHECK(d.mem_free(dev));
