@@ -181,18 +181,7 @@ PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
     return kind;
 }
 
-bool memkind_page_pageable(uintptr_t p)
-{
-    uint64_t gen = kinds_generation();
-    if (page_memo_get(&page_kinds, p, gen) == MEMO_PAGEABLE)
-        return true;
-    uintptr_t lo, hi;
-    page_memo_bounds(p, &lo, &hi);
-    if (table_overlaps(lo, hi) || driver_kind(p) != KIND_PAGEABLE)
-        return false;
-    page_memo_put(&page_kinds, p, gen, MEMO_PAGEABLE);
-    return true;
-}
+bool memkind_table_overlaps(uintptr_t lo, uintptr_t hi) { return table_overlaps(lo, hi); }
 
 bool memkind_range_of(uintptr_t p, uintptr_t *base, uintptr_t *end)
 {

@@ -28,10 +28,8 @@ enum host_kind memkind_of_driver(uintptr_t p);
  * pageable, so nothing but counting may rely on a pageable answer. */
 enum host_kind memkind_of_small(uintptr_t p);
 
-/* Whether the whole page holding p is pageable as memkind_of_small() remembers a page: the driver
- * called it pageable and it holds no part of a range. From the memory of pages, else asked (the
- * driver, under the same conditions) and remembered. */
-bool memkind_page_pageable(uintptr_t p);
+/* Whether any of the program's pinned or registered ranges overlaps [lo, hi) (the table only). */
+bool memkind_table_overlaps(uintptr_t lo, uintptr_t hi);
 
 /* The kind of the range this thread found last, when it holds p and the table has not changed
  * since; else KIND_UNKNOWN. The thread's own line (base/thread.h) and the table's generation only:

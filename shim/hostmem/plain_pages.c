@@ -30,46 +30,38 @@ __attribute__((always_inline)) inline bool plain_pages_in_run(uintptr_t p, uint6
     return (run->generation == gen) & (p >= run->base) & (p < run->end); /* one branch, as memkind's last range */
 }
 
-/* Whether no tracked allocation holds any part of p's page: the table's memo, else its lookup under
- * the lock, which remembers a page it finds untracked. */
-static bool untracked(uintptr_t p)
+static void note_overlap(struct alloc_rec *r, void *overlaps)
 {
-    if (!alloc_table_may_hold(p))
-        return true;
-    if (alloc_table_held()) /* the shim's own work under the lock: not asked */
-        return false;
-    alloc_table_lock();
-    alloc_table_containing(p);
-    alloc_table_unlock();
-    return !alloc_table_may_hold(p);
+    (void)r;
+    *(bool *)overlaps = true;
 }
 
-/* Whether every page of [lo, hi) is plain in generation gen: remembered, or asked and noted. */
-static bool pages_plain(uintptr_t lo, uintptr_t hi, uint64_t gen)
+/* Whether the pages of [lo, hi), between two of a run, may join it: no range of memkind's table
+ * and no tracked allocation overlaps them (the tables only: the driver is not asked). */
+static bool between_plain(uintptr_t lo, uintptr_t hi)
 {
-    for (uintptr_t q = lo; q < hi; q += (uintptr_t)1 << PAGE_MEMO_PAGE_SHIFT) {
-        if (page_memo_holds(&plain, q, gen, PLAIN))
-            continue;
-        if (!memkind_page_pageable(q) || !untracked(q))
-            return false;
-        page_memo_put(&plain, q, gen, PLAIN);
-    }
-    return true;
+    if (memkind_table_overlaps(lo, hi) || alloc_table_held()) /* held: the shim's own work under the lock */
+        return false;
+    bool overlaps = false;
+    alloc_table_lock();
+    alloc_table_each_overlapping(lo, hi, note_overlap, &overlaps);
+    alloc_table_unlock();
+    return !overlaps;
 }
 
 void plain_pages_found(uintptr_t p, uint64_t gen)
 {
     struct pinshim_plain_run *run = &pinshim_thread.plain_run;
-    uintptr_t lo, hi, reach = (uintptr_t)PLAIN_RUN_BRIDGE << PAGE_MEMO_PAGE_SHIFT;
+    uintptr_t lo, hi, reach = (uintptr_t)PLAIN_RUN_REACH << PAGE_MEMO_PAGE_SHIFT;
     page_memo_bounds(p, &lo, &hi);
     if (run->generation == gen && run->base < run->end) {
         if (lo >= run->base && hi <= run->end)
             return;
-        if (lo >= run->end && lo - run->end <= reach && pages_plain(run->end, lo, gen)) {
+        if (lo >= run->end && lo - run->end <= reach && between_plain(run->end, lo)) {
             run->end = hi;
             return;
         }
-        if (hi <= run->base && run->base - hi <= reach && pages_plain(hi, run->base, gen)) {
+        if (hi <= run->base && run->base - hi <= reach && between_plain(hi, run->base)) {
             run->base = lo;
             return;
         }

@@ -31,10 +31,12 @@ bool plain_pages_hold(uintptr_t p, uint64_t gen);
 bool plain_pages_in_run(uintptr_t p, uint64_t gen);
 
 /* p's page is plain in generation gen (plain_pages_hold(), or just noted): the calling thread's run
- * grows to it when it lies at most PLAIN_RUN_BRIDGE pages past either end, the pages between found
- * plain first (the memo, else asked as a copy's page is, and noted); otherwise the run becomes p's
- * page alone. */
-#define PLAIN_RUN_BRIDGE 8
+ * grows to it when it lies at most PLAIN_RUN_REACH pages past either end and no range of memkind's
+ * table and no tracked allocation overlaps the pages between; otherwise the run becomes p's page
+ * alone. The pages between are not asked of the driver: one pinned by a route the shim does not see
+ * would be counted pageable, as memkind_of_small() may count one (memkind.h), and only counting
+ * relies on a plain answer. */
+#define PLAIN_RUN_REACH 256 /* 1 MiB of 4 KiB pages */
 void plain_pages_found(uintptr_t p, uint64_t gen);
 
 /* memkind called p's page pageable in generation gen (plain_pages_generation(), read before asking):

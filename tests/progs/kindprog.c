@@ -23,9 +23,9 @@
  *                          third
  *   kindprog heap N      - the same with N copies of 128 KiB from a 2 MiB aligned_alloc'd buffer
  *                          (tracked: the shim knows it pageable without asking the driver)
- *   kindprog strided     - 4 KB H2D from every other page of a 16-page mapping, three passes: each
- *                          copied page is asked once; the thread's run of plain pages grows over
- *                          the pages between, each asked once too
+ *   kindprog strided     - 4 KB H2D from every other page of a 16-page mapping, three passes (each
+ *                          page asked once; the thread's run of plain pages grows over the pages
+ *                          between), then once from each page between: found in the run, not asked
  *   kindprog bridge      - 4 KB H2D from pages of a 24-page mapping made by a raw system call
  *                          (untracked), in which the program registered page 9 and mapped pages
  *                          13-14 again (tracked when PINSHIM_TRACK_MIN_BYTES is 8K at most): three
@@ -195,6 +195,8 @@ static void strided(void)
     for (int pass = 0; pass < 3; pass++)
         for (int i = 0; i < 16; i += 2)
             copy_page(area, i, 1);
+    for (int i = 1; i < 15; i += 2)
+        copy_page(area, i, 1);
     print_device_hash("strided", 16 * SMALL);
     munmap(area, 16 * SMALL);
 }
