@@ -8,8 +8,16 @@
 
 #include "copy/driver_shapes.h"
 
+/* A wrapper is a few moves and a jump (at most 32 bytes on x86-64): aligned so, it never straddles
+ * two cache lines, each a miss where the program's work evicts the shim between calls (at 16 bytes
+ * a build put cuMemcpyHtoDAsync_v2's on two: tests/bench/footprint.py --mode p). */
+#define WRAPPER_ALIGN 32
+
 #define X(id, exp, query, vmin, vmax, flavour, shape)                                                  \
-    static CUresult wrap_##id(SHAPE_##shape##_P) { return shape_##shape(ENTRY_##id SHAPE_##shape##_CA); } \
+    static __attribute__((aligned(WRAPPER_ALIGN))) CUresult wrap_##id(SHAPE_##shape##_P)               \
+    {                                                                                                  \
+        return shape_##shape(ENTRY_##id SHAPE_##shape##_CA);                                           \
+    }                                                                                                  \
     __attribute__((visibility("default"), alias("wrap_" #id))) CUresult export_##id(SHAPE_##shape##_P) __asm__(exp);
 PINSHIM_DRIVER_ENTRIES(X)
 #undef X
