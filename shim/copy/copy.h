@@ -24,11 +24,11 @@ static inline bool copy_is_small(size_t bytes)
 /* Whether a log or the guard follows every copy: the gate's flag. */
 static inline bool copies_followed(void) { return __atomic_load_n(&pinshim_gate.follow, __ATOMIC_RELAXED); }
 
+/* Whether the registration cache holds no registration (the gate's count). */
+static inline bool no_registrations(void) { return !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED); }
+
 /* Whether no log, guard or registration follows copies: one line, the gate's. */
-static inline bool nothing_follows(void)
-{
-    return !copies_followed() && !__atomic_load_n(&pinshim_gate.registrations, __ATOMIC_RELAXED);
-}
+static inline bool nothing_follows(void) { return !copies_followed() && no_registrations(); }
 
 /* Kinds known from the entry point itself (cuMemcpyHtoD: dst is device) skip classification:
  * pass KIND_UNKNOWN for a side that must be classified, or the known kind. */

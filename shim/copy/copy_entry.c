@@ -71,13 +71,14 @@ static inline __attribute__((always_inline)) enum host_path host_path(uintptr_t 
 {
     if (PINSHIM_LIKELY(small)) {
         uint64_t plain_gen = plain_pages_generation();
+        bool followed = copies_followed(); /* read once: an atomic load read for one test stays for the other */
         enum host_kind k = memkind_last_range(host);
-        if (PINSHIM_LIKELY(((k == KIND_PINNED) | (k == KIND_REGISTERED)) & !copies_followed())) {
+        if (PINSHIM_LIKELY(((k == KIND_PINNED) | (k == KIND_REGISTERED)) & !followed)) {
             *kind = k;
             return HOST_OWN_PINNED;
         }
         if (k == KIND_UNKNOWN && (plain_pages_in_run(host, plain_gen) || plain_pages_hold(host, plain_gen)) &&
-            nothing_follows()) {
+            !followed && no_registrations()) {
             *kind = KIND_PAGEABLE;
             return HOST_SMALL_PAGEABLE;
         }
