@@ -94,16 +94,15 @@ PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d
 {
     bool small = copy_is_small(bytes);
     uint64_t plain_gen = plain_pages_generation(); /* before the lookups: an answer across a change is stale */
-    /* a small copy's page: the thread's last pinned range first (one line), then its run of plain
-     * pages and the plain pages' memo (a line each), before memkind's and the allocation table's
-     * memos (a line each) */
-    enum host_kind k = small ? memkind_last_range(host) : KIND_UNKNOWN;
-    /* a range of memkind's table: the program's own pinned memory, which the registration cache
-     * never registers, so that its registrations change nothing for this copy */
-    bool own_range = k != KIND_UNKNOWN;
-    bool plain = false, counted = false;
+    /* a small copy's page: the thread's last range first (one line: a pinned range, or a run of
+     * plain pages), then the plain pages' memo (one line), before memkind's and the allocation
+     * table's memos (a line each) */
+    enum host_kind k = small ? memkind_last_range(host, plain_gen) : KIND_UNKNOWN;
+    /* else a range of memkind's table: the program's own pinned memory, which the registration
+     * cache never registers, so that its registrations change nothing for this copy */
+    bool plain = k == KIND_PAGEABLE, own_range = k != KIND_UNKNOWN && !plain, counted = false;
     if (k == KIND_UNKNOWN) {
-        plain = small && (plain_pages_in_run(host, plain_gen) || plain_pages_hold(host, plain_gen));
+        plain = small && plain_pages_hold(host, plain_gen);
         /* a larger copy that staging declines for its size, in a fresh tensor, say: its kind's
          * lookup also counts it for the cache, and it is counted as a small one (one lookup under
          * the table's lock where the described copy took two, and none of the steps that decline it) */

@@ -72,13 +72,13 @@ static inline __attribute__((always_inline)) enum host_path host_path(uintptr_t 
     if (PINSHIM_LIKELY(small)) {
         uint64_t plain_gen = plain_pages_generation();
         bool followed = copies_followed(); /* read once: an atomic load read for one test stays for the other */
-        enum host_kind k = memkind_last_range(host);
-        if (PINSHIM_LIKELY(((k == KIND_PINNED) | (k == KIND_REGISTERED)) & !followed)) {
+        enum host_kind k = memkind_last_range(host, plain_gen);
+        bool own = (k == KIND_PINNED) | (k == KIND_REGISTERED);
+        if (PINSHIM_LIKELY((own | ((k == KIND_PAGEABLE) & no_registrations())) & !followed)) {
             *kind = k;
-            return HOST_OWN_PINNED;
+            return own ? HOST_OWN_PINNED : HOST_SMALL_PAGEABLE;
         }
-        if (k == KIND_UNKNOWN && (plain_pages_in_run(host, plain_gen) || plain_pages_hold(host, plain_gen)) &&
-            !followed && no_registrations()) {
+        if (k == KIND_UNKNOWN && plain_pages_hold(host, plain_gen) && !followed && no_registrations()) {
             *kind = KIND_PAGEABLE;
             return HOST_SMALL_PAGEABLE;
         }
@@ -203,7 +203,7 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
             bool small_ = copy_is_small(bytes); /* one read of the gate's threshold */              \
             enum host_path path_ = host_path(host_, bytes, small_, h2d_, &k_);                      \
             if (PINSHIM_LIKELY(path_ != HOST_DESCRIBE)) {                                           \
-                if (path_ == HOST_SMALL_PAGEABLE)                                                   \
+                if (PINSHIM_UNLIKELY((path_ == HOST_SMALL_PAGEABLE) & stage_small_copy_due()))     \
                     stage_small_copy(); /* the first may start the pool */                          \
                 uint64_t w_ = counted_time_weight(small_, async, k_), t0_ = pinshim_ticks_if(w_);   \
                 result = real(SHAPE_ARGS(shape));                                                   \

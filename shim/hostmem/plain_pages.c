@@ -24,12 +24,6 @@ __attribute__((always_inline)) inline bool plain_pages_hold(uintptr_t p, uint64_
     return page_memo_holds(&plain, p, gen, PLAIN);
 }
 
-__attribute__((always_inline)) inline bool plain_pages_in_run(uintptr_t p, uint64_t gen)
-{
-    const struct pinshim_plain_run *run = &pinshim_thread.plain_run;
-    return (run->generation == gen) & (p >= run->base) & (p < run->end); /* one branch, as memkind's last range */
-}
-
 static void note_overlap(struct alloc_rec *r, void *overlaps)
 {
     (void)r;
@@ -51,10 +45,10 @@ static bool between_plain(uintptr_t lo, uintptr_t hi)
 
 void plain_pages_found(uintptr_t p, uint64_t gen)
 {
-    struct pinshim_plain_run *run = &pinshim_thread.plain_run;
+    struct pinshim_kind_hit *run = &pinshim_thread.kind_hit;
     uintptr_t lo, hi, reach = (uintptr_t)PLAIN_RUN_REACH << PAGE_MEMO_PAGE_SHIFT;
     page_memo_bounds(p, &lo, &hi);
-    if (run->generation == gen && run->base < run->end) {
+    if (run->generation == gen && run->kind == KIND_PAGEABLE && run->base < run->end) {
         if (lo >= run->base && hi <= run->end)
             return;
         if (lo >= run->end && lo - run->end <= reach && between_plain(run->end, lo)) {
@@ -66,7 +60,7 @@ void plain_pages_found(uintptr_t p, uint64_t gen)
             return;
         }
     }
-    *run = (struct pinshim_plain_run){gen, lo, hi};
+    *run = (struct pinshim_kind_hit){gen, lo, hi, KIND_PAGEABLE};
 }
 
 bool plain_pages_note(uintptr_t p, uint64_t gen)

@@ -3,10 +3,11 @@
  * memo and the allocation table's each answer half of that, on a line of their own (skipping either
  * took 50-64 ns from a 4 KB pageable .to("cuda", non_blocking) in PyTorch: README, twelfth stop);
  * this memo answers the whole question from one line, its generation on the gate's (base/gate.h).
- * Each thread also keeps the run of neighbouring plain pages it found last (base/thread.h, the
- * second line of its block): a loop over small tensors allocated one after another finds each
- * copy's page in that run with a range test, where the memo's slot took a hash, a line of its own
- * and two more lines of the handler's code (tests/bench/footprint.py --mode p).
+ * Each thread also keeps the run of neighbouring plain pages it found last, in the entry that holds
+ * memkind's last range (base/thread.h, memkind_last_range(): kind pageable): a loop over small
+ * tensors finds each copy's page there with the test a pinned copy takes, where the memo's slot took
+ * a hash, a line of its own and more lines of the handler's code (tests/bench/footprint.py --mode p).
+ * A pinned range found replaces the run, and a run found replaces the range.
  * Valid while neither table changes in a way that can make a plain page less plain: memkind calls
  * plain_pages_changed() at every change of its table and every unmapping the hooks see, the
  * allocation table at every record it adds (a record removed leaves plain pages plain).
@@ -26,14 +27,10 @@ uint64_t plain_pages_generation(void);
 /* Whether p's page was noted plain in generation gen (the current one, read before). */
 bool plain_pages_hold(uintptr_t p, uint64_t gen);
 
-/* Whether p lies in the calling thread's run of plain pages of generation gen (the current one,
- * read before). */
-bool plain_pages_in_run(uintptr_t p, uint64_t gen);
-
 /* p's page is plain in generation gen (plain_pages_hold(), or just noted): the calling thread's run
- * grows to it when it lies at most PLAIN_RUN_REACH pages past either end and no range of memkind's
+ * (when its entry holds one, of generation gen) grows to it when it lies at most PLAIN_RUN_REACH pages past either end and no range of memkind's
  * table and no tracked allocation overlaps the pages between; otherwise the run becomes p's page
- * alone. The pages between are not asked of the driver: one pinned by a route the shim does not see
+ * alone, in place of whatever the entry held. The pages between are not asked of the driver: one pinned by a route the shim does not see
  * would be counted pageable, as memkind_of_small() may count one (memkind.h), and only counting
  * relies on a plain answer. */
 #define PLAIN_RUN_REACH 256 /* 1 MiB of 4 KiB pages */
