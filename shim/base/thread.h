@@ -16,8 +16,8 @@ struct pinshim_thread {
     uint32_t sample_left;  /* calls until the next timed one, this one included; 0: none drawn (clock.h) */
     uintptr_t caller;      /* the return address of the wrapper call being handled (common.h) */
     char *tally_mine;      /* the thread's copy of the counters (tally.h) */
-    struct pinshim_kind_hit { /* the last range hostmem/memkind.c found, or the last run of plain pages */
-        uint64_t generation;  /* hostmem/plain_pages.c found (kind pageable), valid in this generation */
+    struct pinshim_kind_hit { /* the last range hostmem/memkind.c found, valid in its generation */
+        uint64_t generation;
         uintptr_t base, end;
         int kind;
     } kind_hit;

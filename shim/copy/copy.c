@@ -94,13 +94,13 @@ PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d
 {
     bool small = copy_is_small(bytes);
     uint64_t plain_gen = plain_pages_generation(); /* before the lookups: an answer across a change is stale */
-    /* a small copy's page: the thread's last range first (one line: a pinned range, or a run of
-     * plain pages), then the plain pages' memo (one line), before memkind's and the allocation
-     * table's memos (a line each) */
-    enum host_kind k = small ? memkind_last_range(host, plain_gen) : KIND_UNKNOWN;
-    /* else a range of memkind's table: the program's own pinned memory, which the registration
-     * cache never registers, so that its registrations change nothing for this copy */
-    bool plain = k == KIND_PAGEABLE, own_range = k != KIND_UNKNOWN && !plain, counted = false;
+    /* a small copy's page: the thread's last pinned range first (one line), then the plain pages
+     * (one line), before memkind's and the allocation table's memos (a line each) */
+    enum host_kind k = small ? memkind_last_range(host) : KIND_UNKNOWN;
+    /* a range of memkind's table: the program's own pinned memory, which the registration cache
+     * never registers, so that its registrations change nothing for this copy */
+    bool own_range = k != KIND_UNKNOWN;
+    bool plain = false, counted = false;
     if (k == KIND_UNKNOWN) {
         plain = small && plain_pages_hold(host, plain_gen);
         /* a larger copy that staging declines for its size, in a fresh tensor, say: its kind's
@@ -117,13 +117,11 @@ PINSHIM_HOT enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d
         return HOST_SMALL_PAGEABLE;
     if (k != KIND_PAGEABLE || !small || !nothing_follows())
         return HOST_DESCRIBE;
-    if (!plain) { /* plain: no tracked allocation holds it, the registration cache would not count it */
-        if (!regcache_ignores_host(host, k))
-            return HOST_DESCRIBE;
-        plain = plain_pages_note(host, plain_gen);
-    }
-    if (plain) /* the next copies from its neighbours find it in the thread's run */
-        plain_pages_found(host, plain_gen);
+    if (plain) /* no tracked allocation holds it: the registration cache would not count it */
+        return HOST_SMALL_PAGEABLE;
+    if (!regcache_ignores_host(host, k))
+        return HOST_DESCRIBE;
+    plain_pages_note(host, plain_gen);
     return HOST_SMALL_PAGEABLE;
 }
 

@@ -65,8 +65,7 @@ void copy_record_counted(const struct copy *c, CUresult result, uint64_t host_ns
  * HOST_SMALL_PAGEABLE (the count's class follows from it: observe/stats.h, stats_counted_class).
  * What copy_only_counted() says of the described copy, and the same count the cache would have
  * made of it. A small copy's page is looked for among the plain pages
- * (hostmem/plain_pages.h: the thread's run, then the memo) after the thread's last pinned range,
- * noted there when found plain, and the thread's run grows to it. */
+ * (hostmem/plain_pages.h) after the thread's last pinned range, and noted there when found plain. */
 enum host_path { HOST_OWN_PINNED, HOST_SMALL_PAGEABLE, HOST_DESCRIBE };
 enum host_path copy_host_path(uintptr_t host, size_t bytes, bool h2d, enum host_kind *kind);
 

@@ -57,26 +57,25 @@ PINSHIM_HOT static uint64_t copy_time_weight(const struct copy *c)
 }
 
 /* copy_host_path(), its usual answers first, in line: a small copy from the thread's last pinned
- * range, or from a page known plain (the thread's run of plain pages, then the memo), with nothing
- * following copies. The rest (and every other case, asked again from the start) out of line. With
- * count_direct() below, also in line, a counted copy runs one stretch of its handler's code rather
- * than several functions', its tests joined into few branches: in a framework's loop those lines
- * are cold at every call, and its branches forgotten. A pinned 4 KiB copy runs about 9.4 lines of
- * the shim's code, 126 instructions and 3.3 taken transfers (into the handler, the driver's call,
- * the return; more on the one call in 16 that is timed), a small pageable one from the thread's
- * run 10.4 lines, 135 and 5.2 (from the memo it took 11.4, 150 and 5.3), where at 955b2f0 they took
- * 17, 180 and 10 and 18, 213 and 9 (null driver, tests/bench/footprint.py --mode h|p, 2026-12-07). */
+ * range, or from a page known plain, with nothing following copies. The rest (and every other
+ * case, asked again from the start) out of line. With count_direct() below, also in line, a
+ * counted copy runs one stretch of its handler's code rather than several functions', its tests
+ * joined into few branches: in a framework's loop those lines are cold at every call, and its
+ * branches forgotten. A pinned 4 KiB copy runs about 9.5 lines of the shim's code, 126
+ * instructions and 3.4 taken transfers (into the handler, the driver's call, the return; more on
+ * the one call in 16 that is timed), a small pageable one 11.4 lines, 150 and 5.3, where at 955b2f0
+ * they took 17, 180 and 10 and 18, 213 and 9 (null driver, tests/bench/footprint.py --mode h|p,
+ * 2026-12-07). */
 static inline __attribute__((always_inline)) enum host_path host_path(uintptr_t host, size_t bytes, bool small,
                                                                       bool h2d, enum host_kind *kind)
 {
     if (PINSHIM_LIKELY(small)) {
         uint64_t plain_gen = plain_pages_generation();
         bool followed = copies_followed(); /* read once: an atomic load read for one test stays for the other */
-        enum host_kind k = memkind_last_range(host, plain_gen);
-        bool own = (k == KIND_PINNED) | (k == KIND_REGISTERED);
-        if (PINSHIM_LIKELY((own | ((k == KIND_PAGEABLE) & no_registrations())) & !followed)) {
+        enum host_kind k = memkind_last_range(host);
+        if (PINSHIM_LIKELY(((k == KIND_PINNED) | (k == KIND_REGISTERED)) & !followed)) {
             *kind = k;
-            return own ? HOST_OWN_PINNED : HOST_SMALL_PAGEABLE;
+            return HOST_OWN_PINNED;
         }
         if (k == KIND_UNKNOWN && plain_pages_hold(host, plain_gen) && !followed && no_registrations()) {
             *kind = KIND_PAGEABLE;
@@ -203,7 +202,7 @@ static bool stage_unified(struct copy *c, CUdeviceptr dst, CUdeviceptr src, size
             bool small_ = copy_is_small(bytes); /* one read of the gate's threshold */              \
             enum host_path path_ = host_path(host_, bytes, small_, h2d_, &k_);                      \
             if (PINSHIM_LIKELY(path_ != HOST_DESCRIBE)) {                                           \
-                if (PINSHIM_UNLIKELY((path_ == HOST_SMALL_PAGEABLE) & stage_small_copy_due()))     \
+                if (path_ == HOST_SMALL_PAGEABLE)                                                   \
                     stage_small_copy(); /* the first may start the pool */                          \
                 uint64_t w_ = counted_time_weight(small_, async, k_), t0_ = pinshim_ticks_if(w_);   \
                 result = real(SHAPE_ARGS(shape));                                                   \

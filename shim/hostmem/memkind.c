@@ -27,11 +27,9 @@ static struct range *ranges;
 static size_t range_count, range_capacity;
 static bool driver_allowed = true;
 
-/* The last range this thread found is pinshim_thread.kind_hit (base/thread.h), on the line every
- * wrapped call touches, shared with plain_pages.c's run of plain pages (kind pageable, never a range
- * of the table): one test answers a small copy from either. Both are valid in the plain pages'
- * generation, raised at every change of this table too (kinds_changed). It starts empty, so that
- * it never matches although its generation 0 is the first. */
+/* The last range this thread found, in page_kinds' generation, is pinshim_thread.kind_hit
+ * (base/thread.h), on the line every wrapped call touches. It starts empty, so that it never
+ * matches although its generation 0 is the memo's first. */
 
 /* Answers for a small copy's page (base/page_memo.h), valid in one generation: a page the driver
  * called plain host memory, holding no part of a range of the table (the driver answers per byte),
@@ -78,8 +76,8 @@ static inline bool cache_holds(uintptr_t p, uint64_t gen)
 
 PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
 {
-    uint64_t gen = plain_pages_generation();
-    if (cache_holds(p, gen) && pinshim_thread.kind_hit.kind != KIND_PAGEABLE) {
+    uint64_t gen = kinds_generation();
+    if (cache_holds(p, gen)) {
         const struct pinshim_kind_hit *hit = &pinshim_thread.kind_hit;
         *out = (struct range){hit->base, hit->end, (enum host_kind)hit->kind};
         return true;
@@ -91,7 +89,7 @@ PINSHIM_HOT static bool table_lookup(uintptr_t p, struct range *out)
         *out = ranges[i - 1];
         found = true;
     }
-    gen = plain_pages_generation(); /* under the lock: the table is still the one searched */
+    gen = kinds_generation(); /* under the lock: the table is still the one searched */
     pthread_rwlock_unlock(&table_lock);
     if (found) {
         pinshim_thread.kind_hit = (struct pinshim_kind_hit){gen, out->base, out->end, (int)out->kind};
@@ -148,9 +146,9 @@ PINSHIM_HOT enum host_kind memkind_of_table(uintptr_t p)
 enum host_kind memkind_of_driver(uintptr_t p) { return driver_kind(p); }
 
 /* In line in every copy handler (copy/copy_entry.c, host_path), whatever the compiler would choose. */
-__attribute__((always_inline)) inline enum host_kind memkind_last_range(uintptr_t p, uint64_t plain_gen)
+__attribute__((always_inline)) inline enum host_kind memkind_last_range(uintptr_t p)
 {
-    if (cache_holds(p, plain_gen))
+    if (cache_holds(p, kinds_generation()))
         return (enum host_kind)pinshim_thread.kind_hit.kind;
     return KIND_UNKNOWN;
 }
@@ -158,27 +156,20 @@ __attribute__((always_inline)) inline enum host_kind memkind_last_range(uintptr_
 PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
 {
     /* the generation is read before the lookup: a change meanwhile leaves the answer stale */
-    uint64_t gen = kinds_generation(), hit_gen = plain_pages_generation();
+    uint64_t gen = kinds_generation();
     /* the thread's last range first: the small tensors of one pinned block share it, where each
      * page's memo word lies on a line of its own, cold between a framework's copies */
-    if (cache_holds(p, hit_gen))
+    if (cache_holds(p, gen))
         return (enum host_kind)pinshim_thread.kind_hit.kind;
-    struct range r;
-    int memo = page_memo_get(&page_kinds, p, gen);
-    switch (memo) {
+    switch (page_memo_get(&page_kinds, p, gen)) {
     case MEMO_PAGEABLE: return KIND_PAGEABLE;
-    case MEMO_PINNED:
-    case MEMO_REGISTERED:
-        /* a thread's last range gone stale (a tracked allocation raised the generation, say) is
-         * found again, so that the next copies take it; a current one (another range, a run of
-         * plain pages) is left, so that copies alternating between two do not take the lock */
-        if (pinshim_thread.kind_hit.generation != hit_gen && table_lookup(p, &r))
-            return r.kind;
-        return memo == MEMO_PINNED ? KIND_PINNED : KIND_REGISTERED;
+    case MEMO_PINNED: return KIND_PINNED;
+    case MEMO_REGISTERED: return KIND_REGISTERED;
     default: break;
     }
     uintptr_t lo, hi;
     page_memo_bounds(p, &lo, &hi);
+    struct range r;
     if (table_lookup(p, &r)) {
         if (r.base <= lo && hi <= r.end && (r.kind == KIND_PINNED || r.kind == KIND_REGISTERED))
             page_memo_put(&page_kinds, p, gen, r.kind == KIND_PINNED ? MEMO_PINNED : MEMO_REGISTERED);
@@ -189,8 +180,6 @@ PINSHIM_HOT enum host_kind memkind_of_small(uintptr_t p)
         page_memo_put(&page_kinds, p, gen, MEMO_PAGEABLE);
     return kind;
 }
-
-bool memkind_table_overlaps(uintptr_t lo, uintptr_t hi) { return table_overlaps(lo, hi); }
 
 bool memkind_range_of(uintptr_t p, uintptr_t *base, uintptr_t *end)
 {

@@ -28,14 +28,10 @@ enum host_kind memkind_of_driver(uintptr_t p);
  * pageable, so nothing but counting may rely on a pageable answer. */
 enum host_kind memkind_of_small(uintptr_t p);
 
-/* Whether any of the program's pinned or registered ranges overlaps [lo, hi) (the table only). */
-bool memkind_table_overlaps(uintptr_t lo, uintptr_t hi);
-
-/* The kind of the range this thread found last, when it holds p and neither the table nor the plain
- * pages changed since (plain_gen: plain_pages_generation(), read before); else KIND_UNKNOWN. Also
- * KIND_PAGEABLE for p in the thread's run of plain pages (hostmem/plain_pages.h), which shares the
- * entry. The thread's own line (base/thread.h) only: what memkind_of_small() asks first. */
-enum host_kind memkind_last_range(uintptr_t p, uint64_t plain_gen);
+/* The kind of the range this thread found last, when it holds p and the table has not changed
+ * since; else KIND_UNKNOWN. The thread's own line (base/thread.h) and the table's generation only:
+ * what memkind_of_small() asks first. */
+enum host_kind memkind_last_range(uintptr_t p);
 
 /* The program allocated pinned memory / registered a range (after the driver said yes). */
 void memkind_add_range(uintptr_t base, size_t bytes, enum host_kind kind);

@@ -13,7 +13,6 @@
 #include <stdbool.h>
 
 #include "base/copy_desc.h"
-#include "base/gate.h"
 
 /* Whether c is a staging candidate at all (pageable host side, device other side, big enough,
  * staging on); sets c->unstaged when it is a pageable copy that will not be staged. */
@@ -29,13 +28,6 @@ bool stage_declines_size(bool h2d, size_t bytes);
  * staged (UNSTAGED_SMALL, or UNSTAGED_DISABLED with stage = off) is the gate's small_unstaged,
  * which the stats read back for every such copy (observe/stats.h, stats_add_counted). */
 void stage_small_copy(void);
-
-/* Whether stage_small_copy() has anything left to do (the pool's start): the gate's word, for a
- * caller that joins it with its own test into one branch. */
-static inline bool stage_small_copy_due(void)
-{
-    return __atomic_load_n(&pinshim_gate.prewarm_pending, __ATOMIC_RELAXED);
-}
 
 /* The program retained dev's primary context: with pool_prewarm = context, the pool's first slab
  * is made in the background now (once per process), before the program's first copy. */

@@ -23,17 +23,13 @@
  *                          third
  *   kindprog heap N      - the same with N copies of 128 KiB from a 2 MiB aligned_alloc'd buffer
  *                          (tracked: the shim knows it pageable without asking the driver)
- *   kindprog strided     - 4 KB H2D from every other page of a 16-page mapping, three passes (each
- *                          page asked once; the thread's run of plain pages grows over the pages
- *                          between), then once from each page between: found in the run, not asked
- *   kindprog bridge      - 4 KB H2D from pages of a 24-page mapping made by a raw system call
+ *   kindprog neighbours  - 4 KB H2D from pages of a 24-page mapping made by a raw system call
  *                          (untracked), in which the program registered page 9 and mapped pages
  *                          13-14 again (tracked when PINSHIM_TRACK_MIN_BYTES is 8K at most): three
  *                          passes over pages 0-7, then pages 10 (twice), 9 (four times), 11 and 12
- *                          (twice each), 15 (twice), 13 (four times): the thread's run of plain
- *                          pages must not grow over the registered page nor the tracked one; 4
- *                          copies registered, and pin-on-reuse registers the tracked allocation at
- *                          its third */
+ *                          (twice each), 15 (twice), 13 (four times): a page known plain says
+ *                          nothing of its neighbours; 4 copies registered, and pin-on-reuse
+ *                          registers the tracked allocation at its third */
 #define _GNU_SOURCE
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -189,19 +185,7 @@ static void copy_page(char *area, int i, int times)
     }
 }
 
-static void strided(void)
-{
-    char *area = map_at(NULL, 16 * SMALL);
-    for (int pass = 0; pass < 3; pass++)
-        for (int i = 0; i < 16; i += 2)
-            copy_page(area, i, 1);
-    for (int i = 1; i < 15; i += 2)
-        copy_page(area, i, 1);
-    print_device_hash("strided", 16 * SMALL);
-    munmap(area, 16 * SMALL);
-}
-
-static void bridge(void)
+static void neighbours(void)
 {
     size_t bytes = 24 * SMALL;
     char *area = (char *)syscall(SYS_mmap, NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -213,13 +197,13 @@ static void bridge(void)
     for (int pass = 0; pass < 3; pass++)
         for (int i = 0; i < 8; i++)
             copy_page(area, i, 1);
-    copy_page(area, 10, 2); /* found plain: the run [0, 8) may not grow over page 9 */
+    copy_page(area, 10, 2); /* known plain, as pages 0-7 are: page 9 is not */
     copy_page(area, 9, 4);
     copy_page(area, 11, 2);
     copy_page(area, 12, 2);
-    copy_page(area, 15, 2); /* the run [10, 13) may not grow over pages 13-14 */
+    copy_page(area, 15, 2); /* nor are pages 13-14 */
     copy_page(area, 13, 4);
-    print_device_hash("bridge", 16 * SMALL);
+    print_device_hash("neighbours", 16 * SMALL);
     CHECK(d.host_unregister(area + 9 * SMALL));
     munmap(area + 13 * SMALL, 2 * SMALL);
     syscall(SYS_munmap, area, bytes);
@@ -247,13 +231,11 @@ int main(int argc, char **argv)
         tracked();
     else if (strcmp(mode, "heap") == 0 && n > 0)
         around_registration("heap", 2u << 20, LARGE, n, 15);
-    else if (strcmp(mode, "strided") == 0)
-        strided();
-    else if (strcmp(mode, "bridge") == 0)
-        bridge();
+    else if (strcmp(mode, "neighbours") == 0)
+        neighbours();
     else {
         fprintf(stderr, "usage: kindprog same N | large N | register | subpage | remap | pinned | tracked | heap N | "
-                        "strided | bridge\n");
+                        "neighbours\n");
         return 2;
     }
     CHECK(d.mem_free(dev));
