@@ -8,9 +8,10 @@
 
 #include "copy/driver_shapes.h"
 
-/* A wrapper is a few moves and a jump (at most 32 bytes on x86-64): aligned so, it never straddles
- * two cache lines, each a miss where the program's work evicts the shim between calls (at 16 bytes
- * a build put cuMemcpyHtoDAsync_v2's on two: tests/bench/footprint.py --mode p). */
+/* A wrapper of a 1D copy or a sync point is a few moves and a jump, under 32 bytes on x86-64 (where
+ * link-time optimization keeps its handler apart): aligned so, it never straddles two cache lines,
+ * each a miss where the program's work evicts the shim between calls (at 16 bytes a build put
+ * cuMemcpyHtoDAsync_v2's on two: tests/bench/footprint.py --mode p). */
 #define WRAPPER_ALIGN 32
 
 #define X(id, exp, query, vmin, vmax, flavour, shape)                                                  \

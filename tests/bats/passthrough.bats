@@ -252,6 +252,27 @@ PY
     [[ "$output" == *"invalid choice: 'x'"* ]]
 }
 
+@test "small_tensor_layout.py: steps between tensors and what one growing range would answer, from a list of addresses; bad usage named" {
+    # two clusters of 100 tensors 4160 bytes apart (a page skipped every 64), far from each other
+    python3 -c 'for base in (0x555500000000, 0x7f0000000000):
+    for i in range(100): print(hex(base + i * 4160))' >"$WORK/addresses"
+    run python3 "$ROOT/tests/bench/small_tensor_layout.py" --addresses "$WORK/addresses" --reach 0,8
+    echo "$output"
+    [ "$status" = 0 ]
+    [[ "$output" == *"199 of 199 steps go up"* ]]
+    [[ "$output" == *"steps of at most 32 KiB:    198"* ]]
+    [[ "$output" == *"steps of more than 64 MiB:  1"* ]]
+    [[ "$output" == *"at most 0 pages answers 36 of 200"* ]]   # the last cluster from its last skipped page
+    [[ "$output" == *"at most 8 pages answers 100 of 200"* ]]  # the last cluster whole
+    run python3 "$ROOT/tests/bench/small_tensor_layout.py" --reach 8,x
+    [ "$status" = 2 ]
+    [[ "$output" == *"'8,x': expected pages, comma-separated whole numbers >= 0"* ]]
+    printf '0x1000\nzz\n' >"$WORK/bad"
+    run python3 "$ROOT/tests/bench/small_tensor_layout.py" --addresses "$WORK/bad"
+    [ "$status" = 2 ]
+    [[ "$output" == *"expected one address a line"* ]]
+}
+
 @test "footprint.py --mode h: the profile-guided library runs a pinned counted copy straight (few lines, no jump but into the handler, the driver and back)" {
     command -v valgrind >/dev/null || skip "valgrind is not installed"
     [ -e "$BUILD/pgo/trained" ] || skip "the library was built without its profile (PGO=off): its layout is the compiler's guess"
