@@ -25,8 +25,11 @@ SHIM_CFLAGS := -std=gnu11 $(CFLAGS) $(LTO) $(WARN) -fPIC -fvisibility=hidden -pt
 # The library is built twice: once instrumented ($(BUILD)/pgo/), which runs the hot loops of
 # tests/bench/footprint_loop.c on the null driver (tests/bench/nullcuda.c: CPU only, any machine),
 # then again from that profile. Code the loops never ran is optimized as it would be without one
-# (-fprofile-partial-training). Used where the compiler can (gcc 10 or later); `make PGO=off`
-# builds once, without it.
+# (-fprofile-partial-training). The training fixes the seed of the calls it times at random
+# (PINSHIM_SAMPLE_SEED): with the clock's seed, two builds of the same sources laid out a copy's
+# path differently. They still may, a little: the counts of the clock's own branches (calibrated
+# yet, adaptive sync timing) follow time. Used where the compiler can (gcc 10 or later);
+# `make PGO=off` builds once, without it.
 ifeq ($(origin PGO),undefined)
 PGO := $(shell echo 'int main(void){return 0;}' | $(CC) -fprofile-use -fprofile-partial-training \
          -Wno-missing-profile -x c - -o /dev/null 2>/dev/null && echo on || echo off)
@@ -93,7 +96,7 @@ $(BUILD)/pgo/trained: $(BUILD)/pgo/libpinshim.so tests/bench/footprint_loop.c te
 	for m in $(PGO_MODES); do \
 	    n=20000; [ "$$m" != f ] || n=2000; \
 	    env -i PATH="$$PATH" LD_LIBRARY_PATH=$(BUILD)/pgo/null LD_PRELOAD=$(abspath $(BUILD)/pgo/libpinshim.so) \
-	        PINSHIM_SUMMARY=none $(BUILD)/pgo/loop $$n $$m >$(BUILD)/pgo/train.log 2>&1 || \
+	        PINSHIM_SUMMARY=none PINSHIM_SAMPLE_SEED=1 $(BUILD)/pgo/loop $$n $$m >$(BUILD)/pgo/train.log 2>&1 || \
 	        { echo "profile training failed in mode $$m (make PGO=off builds without it):" >&2; \
 	          grep -v '^map ' $(BUILD)/pgo/train.log >&2; exit 1; }; \
 	done

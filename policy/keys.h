@@ -25,6 +25,8 @@
       "with device_timing, time one logged copy in this many") \
     X(ENUM, sync_timing, "adaptive", "adaptive|all",                                           \
       "blocking synchronizes: time every call (all), or (adaptive) one in 4, counted 4-fold, on a thread whose last 256 timed ones each returned within 20 us, until one takes longer") \
+    X(COUNT, sample_seed, "0", "",                                                             \
+      "the seed of the random choice of which calls' host time is measured (one in 16 counted copies, event records and queries; one in 4 short synchronizes): 0 = from the clock, a new choice each run; another number (its low 32 bits) makes every thread's choice repeat from run to run (the build's profile training uses 1, so that the library's layout does not follow a random draw)") \
     X(BOOL, strict, "off", "",                                                                 \
       "exit with status 2 when the policy file or a PINSHIM_* value is invalid, instead of running with defaults") \
     X(BOOL, stage, "on", "",                                                                   \

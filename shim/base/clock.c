@@ -16,6 +16,19 @@
 
 struct pinshim_clock pinshim_clock;
 
+static uint32_t sample_seed; /* 0: the TSC */
+
+void pinshim_sample_set_seed(uint64_t seed)
+{
+    __atomic_store_n(&sample_seed, (uint32_t)seed | (seed ? 1u : 0u), __ATOMIC_RELAXED);
+}
+
+uint32_t pinshim_sample_first_state(void)
+{
+    uint32_t seed = __atomic_load_n(&sample_seed, __ATOMIC_RELAXED);
+    return seed ? seed : (uint32_t)pinshim_rdtsc() | 1u;
+}
+
 uint64_t pinshim_sample_due(void)
 {
     bool first = pinshim_thread.sample_left == 0;

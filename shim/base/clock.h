@@ -84,12 +84,19 @@ static inline uint64_t pinshim_ticks_since(uint64_t t0) { return pinshim_ticks_n
  * PINSHIM_SAMPLE_EVERY. Counting stays exact; the time totals become estimates. */
 #define PINSHIM_SAMPLE_EVERY 16u
 
-/* The thread's next random draw (xorshift32, seeded from the TSC at its first draw). */
+/* Seeds every thread's draws from now on: 0 from the TSC at each thread's first draw (the default),
+ * else this number's low 32 bits (policy key sample_seed, set at load). */
+void pinshim_sample_set_seed(uint64_t seed);
+
+/* A thread's first state: the seed set, else the TSC; never 0. Out of line (clock.c). */
+uint32_t pinshim_sample_first_state(void);
+
+/* The thread's next random draw (xorshift32, seeded at its first draw). */
 static inline uint32_t pinshim_sample_draw(void)
 {
     uint32_t x = pinshim_thread.sample_state;
-    if (PINSHIM_UNLIKELY(x == 0)) /* the thread's first draw: a seed that is never 0 */
-        x = (uint32_t)pinshim_rdtsc() | 1u;
+    if (PINSHIM_UNLIKELY(x == 0)) /* the thread's first draw */
+        x = pinshim_sample_first_state();
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;

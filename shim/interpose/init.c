@@ -48,6 +48,7 @@ static void open_gate(void)
                      __ATOMIC_RELAXED);
     __atomic_store_n(&pinshim_gate.prewarm_pending,
                      pinshim_policy.stage && pinshim_policy.pool_prewarm != POOL_PREWARM_OFF, __ATOMIC_RELAXED);
+    pinshim_sample_set_seed(pinshim_policy.sample_seed);
 }
 
 static void on_fork_child(void)

@@ -238,6 +238,42 @@ print(*[(r["count"], r["timed"]) for r in s["syncs"] if r["call"] == sys.argv[2]
     [[ "$output" == "sample: "*" timed as the model" ]]
 }
 
+@test "sample_seed: the calls timed at random are the ones a model of the draw picks from that seed, run after run" {
+    for seed in 7 4294967302; do # the second's low 32 bits are 6: made odd, 7 again
+        PINSHIM_SAMPLE_SEED=$seed PINSHIM_SUMMARY=json run_app shim shim "$T/logprog" events 3000
+        show shim
+        [ "$(cat "$WORK/shim.rc")" = 0 ]
+        grep '^{' "$WORK/shim.err" >"$WORK/s-$seed.json"
+    done
+    PINSHIM_SAMPLE_SEED=123456789 PINSHIM_SUMMARY=json run_app shim shim "$T/logprog" events 3000
+    grep '^{' "$WORK/shim.err" >"$WORK/s-123456789.json"
+    python3 - "$WORK" <<'PY'
+import json, sys
+def model(seed, calls):
+    """Timed calls of a thread making `calls` sampled calls in turn (record, query, ...): base/clock.h."""
+    state, left, timed = (seed & 0xffffffff) | 1, 0, [0, 0]
+    for i in range(calls):
+        if left > 1:
+            left -= 1
+            continue
+        first = left == 0
+        state ^= (state << 13) & 0xffffffff
+        state ^= state >> 17
+        state ^= (state << 5) & 0xffffffff
+        left = 1 + state % 31
+        if not first:
+            timed[i % 2] += 1
+    return timed
+for seed, expect in ((7, model(7, 6000)), (4294967302, model(7, 6000)), (123456789, model(123456789, 6000))):
+    rows = {r["call"]: r for r in json.load(open("%s/s-%d.json" % (sys.argv[1], seed)))["syncs"]}
+    got = [rows["cuEventRecord"]["timed"], rows["cuEventQuery"]["timed"]]
+    print(seed, "timed (record, query):", got, "model:", expect)
+    assert [rows["cuEventRecord"]["count"], rows["cuEventQuery"]["count"]] == [3000, 3000], rows
+    assert got == expect, (seed, got, expect)
+assert model(7, 6000) != model(123456789, 6000)  # the seeds choose differently
+PY
+}
+
 @test "sync timing: a thread's long run of short waits is timed one call in 4, long waits every call, all of them with sync_timing = all" {
     export FAKECUDA_LATENCY_US=100
     sync_run short idle 20000

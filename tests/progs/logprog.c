@@ -5,7 +5,9 @@
  *   pinned N        N pinned async H2D + N pinned async D2H copies of 1 MiB on a stream
  *   threads T N     T threads x N pageable H2D copies of 4 KiB each
  *   fork            parent: 3 copies, fork; child: 2 copies, exit(0); parent: 1 more copy
- *   forever         copies until killed; prints "ready" after the first 200 */
+ *   forever         copies until killed; prints "ready" after the first 200
+ *   events N        N event records on a stream, each followed by a query of the event (the calls
+ *                   timed at random: tests/bats/summary.bats, sample_seed) */
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,6 +100,18 @@ int main(int argc, char **argv)
         waitpid(child, &status, 0);
         logprog_copy_site(host, SMALL);
         printf("parent %d made 4, child exit %d\n", (int)getpid(), WEXITSTATUS(status));
+    } else if (strcmp(mode, "events") == 0) {
+        CUstream s;
+        CUevent ev;
+        CHECK(d.stream_create(&s, 0));
+        CHECK(d.event_create(&ev, 0));
+        for (long i = 0; i < n; i++) {
+            CHECK(d.event_record(ev, s));
+            CUresult r = d.event_query(ev);
+            if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY)
+                CHECK(r);
+        }
+        printf("made %ld event records and queries\n", n);
     } else if (strcmp(mode, "forever") == 0) {
         for (long i = 0;; i++) {
             logprog_copy_site(host, SMALL);
