@@ -25,11 +25,12 @@ SHIM_CFLAGS := -std=gnu11 $(CFLAGS) $(LTO) $(WARN) -fPIC -fvisibility=hidden -pt
 # The library is built twice: once instrumented ($(BUILD)/pgo/), which runs the hot loops of
 # tests/bench/footprint_loop.c on the null driver (tests/bench/nullcuda.c: CPU only, any machine),
 # then again from that profile. Code the loops never ran is optimized as it would be without one
-# (-fprofile-partial-training). The training's counts do not follow time, so that the same sources
-# give the same library (five builds in a row, one under load, gave one sha1 here): it fixes the
-# seed of the calls it times at random (PINSHIM_SAMPLE_SEED), and the loop starts once the shim's
-# clock is calibrated (footprint_loop.c). With the clock's seed, two builds laid out a copy's path
-# differently. Used where the compiler can (gcc 10 or later); `make PGO=off` builds once, without it.
+# (-fprofile-partial-training). So that the same sources mostly give the same library, the training
+# fixes the seed of the calls it times at random (PINSHIM_SAMPLE_SEED) and its loop starts once the
+# shim's clock is calibrated (footprint_loop.c): 10 of 11 builds here gave one sha1 (the profile's
+# value counters still record addresses and the clock's calibration). With the clock's seed, no two
+# builds were alike. Used where the compiler can (gcc 10 or later); `make PGO=off` builds once,
+# without it.
 ifeq ($(origin PGO),undefined)
 PGO := $(shell echo 'int main(void){return 0;}' | $(CC) -fprofile-use -fprofile-partial-training \
          -Wno-missing-profile -x c - -o /dev/null 2>/dev/null && echo on || echo off)
