@@ -28,8 +28,8 @@ SHIM_CFLAGS := -std=gnu11 $(CFLAGS) $(LTO) $(WARN) -fPIC -fvisibility=hidden -pt
 # (-fprofile-partial-training). So that the same sources mostly give the same library, the training
 # fixes the seed of the calls it times at random (PINSHIM_SAMPLE_SEED) and its loop starts once the
 # shim's clock is calibrated (footprint_loop.c): 10 of 11 builds here gave one sha1 (the profile's
-# value counters still record addresses and the clock's calibration). With the clock's seed, no two
-# builds were alike. Used where the compiler can (gcc 10 or later); `make PGO=off` builds once,
+# value counters still record addresses and the clock's calibration). With the clock's seed, the
+# two builds compared differed. Used where the compiler can (gcc 10 or later); `make PGO=off` builds once,
 # without it.
 ifeq ($(origin PGO),undefined)
 PGO := $(shell echo 'int main(void){return 0;}' | $(CC) -fprofile-use -fprofile-partial-training \
