@@ -161,6 +161,23 @@ CPP
     grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"
 }
 
+@test "the benchmarks' direct switch: driver functions the program kept take the shim out of its calls and back; refused with the guard on or interception off" {
+    PINSHIM_SUMMARY=none run_app shim shim "$T/apiprog" direct
+    show shim
+    grep -qx 'direct(1) -> rewrote' "$WORK/shim.out"
+    grep -qx 'htod is another function' "$WORK/shim.out"
+    grep -qx 'direct(0) -> rewrote' "$WORK/shim.out"
+    grep -qx 'table restored' "$WORK/shim.out"
+    grep -qx 'h2d count 4 bytes 4000' "$WORK/shim.out" # 3 before, 1 after: the 2 direct ones unseen
+    PINSHIM_GUARD=warn PINSHIM_SUMMARY=none run_app shim shim "$T/apiprog" direct
+    grep -qx 'direct(1) -> nothing' "$WORK/shim.out"
+    grep -qx 'htod is the wrapper' "$WORK/shim.out"
+    grep -qx 'h2d count 6 bytes 6000' "$WORK/shim.out"
+    PINSHIM_INTERCEPT=off run_app shim shim "$T/apiprog" direct # the driver's own functions kept: no wrapper to find
+    grep -qx 'direct(1) -> nothing' "$WORK/shim.out"
+    grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"
+}
+
 @test "observe_ab (the C loop, small pageable copies, fresh 1 MiB ones or allocator calls, measured inside one process): observe, forward and direct groups and medians under the shim, nothing without it or with the guard" {
     gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"${CUDA_HOME:-/usr/local/cuda}/include" \
         "$ROOT/tests/bench/observe_ab.c" -o "$WORK/observe_ab" -ldl -lm

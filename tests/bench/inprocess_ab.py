@@ -40,6 +40,19 @@ flips between two levels some 20 % apart every few tens of milliseconds (a pure-
 row, timed in the same blocks, shows it), so long blocks pair a fast block with a slow one and
 spread the differences by more than the shim's cost; short adjacent blocks share the level.
 
+With --direct each group is six blocks, observe, forward, direct, direct, forward, observe (as
+tests/bench/observe_ab.c's), every other group direct, forward, observe, observe, forward, direct
+(a position in the group can be slower or faster by some 10 ns, which the control row showed with
+the first order alone, 2026-12-07): direct takes the shim out of the calls altogether
+(pinshim_bench_direct, outside include/pinshim.h: the driver functions the CUDA runtime keeps in
+its own data rewritten from the shim's wrappers to the driver's, the allocation hooks tracking
+nothing new, as while forwarding), so that forward - direct is what the wrappers' forwarding costs
+the operation in this process, with its caches as the framework leaves them, where the suite's third
+table prices it in C (a call's forwarding times the calls). A row then prints a second line:
+forward - direct and observe - direct, and how many calls per operation still reached the
+wrappers while direct (counted in a check block observing with the words rewritten: a table the
+switch did not find, such as one on the heap).
+
 With --cold MIB each operation runs alone: before it, untimed, the process writes MIB MiB of other
 memory and synchronizes the device, so the operation meets the caches (data, code, address
 translations) as a program's other work, or another process on the same CPU, leaves them, rather
@@ -48,7 +61,7 @@ operation at a time: not the DataLoader's or JAX's). Run bound to one CPU (tasks
 what the suite's lockstep sees between two turns.
 
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K] [--json]
-[--only TEXT] [--cold MIB] (default 200 groups of 100 operations; the DataLoader row a third as many groups;
+[--only TEXT[,TEXT..]] [--cold MIB] [--direct] (default 200 groups of 100 operations; the DataLoader row a third as many groups;
 --json adds one JSON line per workload, as the suite's tests/bench/workloads/inprocess.py reads
 them), or LD_PRELOAD=liballoc_count.so (built from tests/bench/alloc_count.c) with the same options
 (--groups: blocks counted per row). Needs PyTorch and a GPU; prints a line and exits 0
@@ -78,9 +91,12 @@ def main():
     p.add_argument("--groups", type=int, default=200, help="groups of four blocks per workload (default 200)")
     p.add_argument("--ops", type=int, default=100, help="operations per block, at most 1000 (default 100)")
     p.add_argument("--json", action="store_true", help="also print each workload's figures as a JSON line")
-    p.add_argument("--only", metavar="TEXT", help="only the rows whose name holds TEXT (and the control row)")
+    p.add_argument("--only", metavar="TEXT", help="only the rows whose name holds TEXT, or one of several "
+                   "separated by commas (and the control row)")
     p.add_argument("--cold", type=int, default=0, metavar="MIB",
                    help="each operation timed alone after writing MIB MiB of other memory (default 0: off)")
+    p.add_argument("--direct", action="store_true",
+                   help="a third side, the shim out of the calls (pinshim_bench_direct): groups of six blocks")
     args = p.parse_args()
     if not 1 <= args.ops <= 1000 or args.groups < 4 or not 0 <= args.cold <= 4096:
         sys.exit("inprocess_ab.py: --ops must be 1 to 1000, --groups at least 4 and --cold 0 to 4096 (MiB), not %d, "
@@ -95,6 +111,11 @@ def main():
     if allocs:
         observe = lambda on: 0  # noqa: E731  (counting: one side only, nothing to switch)
     entry_calls = driver_calls_reader() if allocs is None else None
+    direct = None
+    if args.direct and allocs is None:
+        direct = getattr(ctypes.CDLL(None), "pinshim_bench_direct", None)
+        if direct is None:
+            sys.exit("inprocess_ab.py: --direct needs pinshim_bench_direct (a library built from this tree)")
     try:
         import torch
     except ImportError:
@@ -176,14 +197,28 @@ def main():
 
     observed_ops = [0]
 
-    def block(run, on):
-        """ns per operation of one block, observing (on) or forwarding."""
+    def block(run, on, side_direct=False):
+        """ns per operation of one block, observing (on), forwarding, or with the shim out of the
+        calls (side_direct: forwarding, the runtime's table rewritten)."""
         if observe(1 if on else 0) != 0:
             sys.exit("inprocess_ab.py: the shim refused to switch (guard on, registrations held, or "
                      "PINSHIM_INTERCEPT=off): run it with the defaults")
+        if direct is not None and direct(1 if side_direct else 0) < 0:
+            sys.exit("inprocess_ab.py: --direct: the shim found no driver function of the shim's in the "
+                     "runtime's data, or refused (guard on, registrations held)")
         seconds, n = run()
         observed_ops[0] += n if on else 0
         return seconds / n * 1e9
+
+    def leaked_calls(run):
+        """Calls per operation that still reached the wrappers with the table rewritten: one block
+        observing with the words rewritten, its calls counted."""
+        before = entry_calls()
+        observe(1)
+        direct(1)
+        n = run()[1]
+        direct(0)
+        return round(sum(calls_per_op(before, entry_calls(), n).values()), 3)
 
     def one_at_a_time(tensors, **kw):
         batch = iter(next_slice(tensors))
@@ -227,7 +262,8 @@ def main():
     if args.cold:
         cold_block = dict(cold)
         workloads = tuple((name, cold_block[name], groups) for name, _, groups in workloads if name in cold_block)
-    chosen = [w for w in workloads if not args.only or args.only.lower() in w[0].lower() or w[0].startswith("control")]
+    wanted = [t.lower() for t in (args.only or "").split(",") if t]
+    chosen = [w for w in workloads if not wanted or any(t in w[0].lower() for t in wanted) or w[0].startswith("control")]
     if len(chosen) == 1:
         sys.exit("inprocess_ab.py: no row's name holds %r; the rows: %s" % (args.only, ", ".join(w[0] for w in workloads)))
     if graph_failed:
@@ -245,9 +281,21 @@ def main():
             count_allocations(args, name, fn, groups, allocs, allocs_cxx)
             continue
         before, observed_ops[0] = entry_calls(), 0
-        fwd, obs, diffs = [], [], []
-        for _ in range(groups):
-            o1, f1, f2, o2 = block(fn, True), block(fn, False), block(fn, False), block(fn, True)
+        fwd, obs, diffs, dir_, fd, od = [], [], [], [], [], []
+        for g in range(groups):
+            if direct is None:
+                o1, f1, f2, o2 = block(fn, True), block(fn, False), block(fn, False), block(fn, True)
+            elif g % 2 == 0:
+                o1, f1 = block(fn, True), block(fn, False)
+                d1, d2 = block(fn, False, True), block(fn, False, True)
+                f2, o2 = block(fn, False), block(fn, True)
+            else:  # the ends and the middle swapped: no side keeps a position within the group
+                d1, f1 = block(fn, False, True), block(fn, False)
+                o1, o2 = block(fn, True), block(fn, True)
+                f2, d2 = block(fn, False), block(fn, False, True)
+                dir_ += [d1, d2]
+                fd.append((f1 + f2 - d1 - d2) / 2)
+                od.append((o1 + o2 - d1 - d2) / 2)
             fwd += [f1, f2]
             obs += [o1, o2]
             diffs.append((o1 + o2 - f1 - f2) / 2)
@@ -259,11 +307,29 @@ def main():
         print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %+8.1f +-%4.0f %7.3fx %8.2f" % (
             name, f, o, statistics.median(diffs), q[0], q[2], statistics.fmean(diffs), 2 * se, f / o,
             sum(calls.values())), flush=True)
+        extra = direct_line(name, fd, od, statistics.median(dir_), leaked_calls(fn)) if direct else {}
         if args.json:
-            print(json.dumps({"inprocess": name, "forward_ns": f, "observe_ns": o, "median_ns": statistics.median(diffs),
-                              "q1_ns": q[0], "q3_ns": q[2], "mean_ns": statistics.fmean(diffs), "se_ns": se,
-                              "groups": len(diffs), "ops": ops, "cold_mib": args.cold,
-                              "driver_calls_per_op": calls}), flush=True)
+            print(json.dumps(dict({"inprocess": name, "forward_ns": f, "observe_ns": o,
+                                   "median_ns": statistics.median(diffs), "q1_ns": q[0], "q3_ns": q[2],
+                                   "mean_ns": statistics.fmean(diffs), "se_ns": se, "groups": len(diffs),
+                                   "ops": ops, "cold_mib": args.cold, "driver_calls_per_op": calls}, **extra)),
+                  flush=True)
+
+
+def direct_line(name, fd, od, direct_ns, leaked):
+    """Prints a row's second line under --direct: forward - direct and observe - direct (median,
+    mean +- 2 se, ns per operation) and the calls that still reached the wrappers while direct;
+    returns them for the JSON line."""
+    out = {"direct_ns": direct_ns, "leaked_calls_per_op": leaked}
+    text = []
+    for key, label, d in (("forward_direct", "forward - direct", fd), ("observe_direct", "observe - direct", od)):
+        se = statistics.stdev(d) / len(d) ** 0.5
+        out.update({key + "_median_ns": statistics.median(d), key + "_mean_ns": statistics.fmean(d),
+                    key + "_se_ns": se})
+        text.append("%s %+.1f (mean %+.1f +- %.1f)" % (label, statistics.median(d), statistics.fmean(d), 2 * se))
+    print("%-22s direct %.1f ns; %s; calls through the wrappers while direct %.2f/op" % (
+        "  " + name[:20], direct_ns, "; ".join(text), leaked), flush=True)
+    return out
 
 
 def driver_calls_reader():

@@ -5,13 +5,20 @@
  * apiprog bench registered: the same after copying a 4 MiB buffer often enough for the registration
  * cache to register it (the switch must then refuse to forward).
  * apiprog bench untracked: a 4 MiB buffer allocated while forwarding, then copied as often while
- * observing: the switch paused tracking, so the cache never registers it. */
+ * observing: the switch paused tracking, so the cache never registers it.
+ * apiprog direct: the driver's functions kept in the program's own data, as the CUDA runtime keeps
+ * its table (wrappers handed out by cuGetProcAddress): three copies through them, two after
+ * pinshim_bench_direct(1) (the words rewritten to the driver's functions: the shim sees nothing),
+ * one after pinshim_bench_direct(0); prints what each switch returned, whether the table holds
+ * its first pointers again, and the counts. */
 #include "pinshim.h"
 #include "testutil.h"
 
 #include <stdbool.h>
 
 typedef int (*bench_observe_fn)(int);
+
+static struct test_driver kept; /* the program's data, where pinshim_bench_direct looks */
 
 #define BIG (4u << 20)
 
@@ -31,6 +38,7 @@ static void copy_reused_buffer(struct test_driver *d, char *reused)
 int main(int argc, char **argv)
 {
     bool bench = argc > 1 && strcmp(argv[1], "bench") == 0;
+    bool direct = argc > 1 && strcmp(argv[1], "direct") == 0;
     pinshim_stats_get_fn get = (pinshim_stats_get_fn)dlsym(RTLD_DEFAULT, "pinshim_stats_get");
     pinshim_version_fn version = (pinshim_version_fn)dlsym(RTLD_DEFAULT, "pinshim_version");
     if (!get || !version) {
@@ -42,7 +50,22 @@ int main(int argc, char **argv)
     CUdeviceptr buf;
     char host[1000];
     CHECK(d.mem_alloc(&buf, sizeof host));
-    if (bench) {
+    if (direct) {
+        bench_observe_fn switch_direct = (bench_observe_fn)dlsym(RTLD_DEFAULT, "pinshim_bench_direct");
+        if (!switch_direct)
+            return 1;
+        kept = d;
+        struct test_driver first = kept;
+        for (int i = 0; i < 3; i++)
+            CHECK(kept.htod(buf, host, sizeof host));
+        printf("direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
+        printf("htod is %s\n", kept.htod == first.htod ? "the wrapper" : "another function");
+        for (int i = 0; i < 2; i++)
+            CHECK(kept.htod(buf, host, sizeof host));
+        printf("direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
+        printf("table %s\n", memcmp(&kept, &first, sizeof kept) == 0 ? "restored" : "changed");
+        CHECK(kept.htod(buf, host, sizeof host));
+    } else if (bench) {
         bench_observe_fn observe = (bench_observe_fn)dlsym(RTLD_DEFAULT, "pinshim_bench_observe");
         if (!observe)
             return 1;

@@ -1,0 +1,126 @@
+/* bench_direct.c: for benchmarks only, not part of include/pinshim.h: pinshim_bench_direct() takes
+ * the shim's wrappers out of the calls of a program that stored them, and puts them back, so that
+ * one process can time its calls with the whole shim in them and with none (the in-process
+ * benchmark's third side: tests/bench/inprocess_ab.py --direct). A library such as the CUDA runtime
+ * asks for each driver function once (cuGetProcAddress, dlsym: routes 2 and 3 hand it a wrapper)
+ * and keeps the pointer in a table of its own data. The first switch looks for those pointers: every
+ * aligned word that holds a wrapper's address in the writable data of a loaded shared object or of
+ * the program itself (its file's private writable mapping and the anonymous one right after it:
+ * .data and .bss), this library's own excepted; then each switch rewrites the words found, the wrapper to its row's real function
+ * (on) or back (off), each only if it still holds what the switch expects. Tables kept on the heap
+ * or in read-only memory (RELRO) are not found, and their calls keep going through the wrappers:
+ * the benchmark reads the shim's call counts to see how many did.
+ * Contract: call from one thread at a time, with no call in flight that the switch would race
+ * with other than through a pointer (an aligned 8-byte store is seen whole); returns the number of
+ * words it rewrote this time, or -1 where direct calls would change what the program sees (the
+ * guard on, registrations held: as pinshim_bench_observe) or no such word was found. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/common.h"
+#include "base/driver.h"
+#include "guard/guard.h"
+#include "hostmem/regcache.h"
+#include "policy.h"
+#include "wrappers.h"
+
+#define FOUND_MAX 512
+#define BSS_SCAN_MAX (64u << 20) /* an anonymous mapping after an object's data: scanned up to this */
+
+static struct {
+    void **word;
+    enum driver_entry_id id;
+} found[FOUND_MAX];
+static int found_count = -1; /* not looked for yet */
+
+/* The row whose wrapper is at fn (wrappers lie in [lo, hi]), or -1. */
+static int wrapper_row(uintptr_t fn, uintptr_t lo, uintptr_t hi)
+{
+    if (fn < lo || fn > hi)
+        return -1;
+    for (int id = 0; id < ENTRY_COUNT; id++)
+        if ((uintptr_t)driver_wrapper((enum driver_entry_id)id) == fn && driver_real((enum driver_entry_id)id))
+            return id;
+    return -1;
+}
+
+static void scan(uintptr_t start, uintptr_t end, uintptr_t lo, uintptr_t hi)
+{
+    for (void **w = (void **)start; (uintptr_t)(w + 1) <= end && found_count < FOUND_MAX; w++) {
+        int id = wrapper_row((uintptr_t)*w, lo, hi);
+        if (id >= 0) {
+            found[found_count].word = w;
+            found[found_count].id = (enum driver_entry_id)id;
+            found_count++;
+        }
+    }
+}
+
+/* Reads /proc/self/maps and scans the writable data of every other loaded object. */
+static void find_words(void)
+{
+    found_count = 0;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int id = 0; id < ENTRY_COUNT; id++) {
+        uintptr_t w = (uintptr_t)driver_wrapper((enum driver_entry_id)id);
+        lo = w < lo ? w : lo;
+        hi = w > hi ? w : hi;
+    }
+    Dl_info self;
+    if (!dladdr((void *)find_words, &self) || !self.dli_fname)
+        return;
+    char exe[4096] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (!maps)
+        return;
+    char line[4096], prev_path[4096] = "";
+    uintptr_t prev_end = 0;
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long start, end;
+        char perms[8], path[4096] = "";
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %4095[^\n]", &start, &end, perms, path) < 3)
+            continue;
+        const char *name = path + strspn(path, " ");
+        bool writable_private = perms[0] == 'r' && perms[1] == 'w' && perms[3] == 'p';
+        bool object = name[0] == '/' && (strstr(name, ".so") || strcmp(name, exe) == 0) &&
+                      strcmp(name, self.dli_fname) != 0;
+        bool bss = !name[0] && prev_path[0] && start == prev_end && end - start <= BSS_SCAN_MAX;
+        if (writable_private && (object || bss))
+            scan(start, end, lo, hi);
+        if (name[0])
+            snprintf(prev_path, sizeof prev_path, "%s", object ? name : "");
+        else
+            prev_path[0] = '\0';
+        prev_end = end;
+    }
+    fclose(maps);
+}
+
+PINSHIM_EXPORT int pinshim_bench_direct(int on);
+PINSHIM_EXPORT int pinshim_bench_direct(int on)
+{
+    if (on && (pinshim_policy.guard != GUARD_OFF || regcache_holds_any()))
+        return -1;
+    if (found_count < 0)
+        find_words();
+    if (found_count <= 0)
+        return -1;
+    int rewritten = 0;
+    for (int i = 0; i < found_count; i++) {
+        void *wrapper = driver_wrapper(found[i].id), *real = driver_real(found[i].id);
+        void *from = on ? wrapper : real, *to = on ? real : wrapper;
+        if (__atomic_load_n(found[i].word, __ATOMIC_RELAXED) == from) {
+            __atomic_store_n(found[i].word, to, __ATOMIC_RELAXED);
+            rewritten++;
+        }
+    }
+    return rewritten;
+}
