@@ -78,6 +78,27 @@ bool real_stream_capturing(CUstream stream)
     return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+bool real_device_range_whole(CUdeviceptr dev, size_t bytes)
+{
+    static void *slot;
+    CUresult (*attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr) =
+        (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))real_driver_symbol_cached(
+            &slot, "cuPointerGetAttributes");
+    if (!attributes)
+        return false;
+    unsigned int memory_type = 0, managed = 0;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CUpointer_attribute which[4] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *values[4] = {&memory_type, &managed, &base, &size};
+    pinshim_enter();
+    CUresult r = attributes(4, which, values, dev);
+    pinshim_leave();
+    return r == CUDA_SUCCESS && memory_type == CU_MEMORYTYPE_DEVICE && !managed && dev >= base &&
+           bytes <= size - (dev - base);
+}
+
 void real_relaxed_begin(CUstreamCaptureMode *saved)
 {
     static void *slot;

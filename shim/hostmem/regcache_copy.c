@@ -93,6 +93,19 @@ PINSHIM_HOT bool regcache_direct(struct copy *c)
     if (!capturing && !r->detached && counts_against(r, hi) && ++r->copies >= regcache_register_after)
         regcache_register_locked(r);
     bool direct = !capturing && r->state == REG_REGISTERED && !r->detached && r->reg_lo < hi && lo < r->reg_hi;
+    if (direct && (lo < r->reg_lo || r->reg_hi < hi)) {
+        /* to be cut at the registration's edges: each piece alone could succeed where the driver
+         * refuses the whole (a device range running into the next allocation), so the device range
+         * is asked first (without the lock: r stays busy, its registration with it); a copy the
+         * driver may refuse goes to it as it is, the registration cleared from its way like any
+         * passed copy's (reg_overlap: clear_host_edges) */
+        alloc_table_unlock();
+        bool device_whole = real_device_range_whole(c->dir == DIR_H2D ? c->dst : c->src, c->bytes);
+        alloc_table_lock();
+        direct = device_whole && r->state == REG_REGISTERED && !r->detached;
+        if (!device_whole)
+            c->reg_overlap = true;
+    }
     if (direct) {
         r->last_use = ++regcache_lru_clock;
         c->reg_rec = r; /* stays busy until regcache_after_copy: reg_lo/reg_hi stay as they are */

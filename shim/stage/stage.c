@@ -84,29 +84,11 @@ void stage_mark_unsupported(struct copy *c)
  * complete on return; an invalid range must get the driver's error, with nothing written). */
 static bool stage_safe(struct copy *c, CUdeviceptr dev, size_t bytes, CUstream stream)
 {
-    static void *capturing_fn, *attributes_fn;
-    CUresult (*is_capturing)(CUstream, CUstreamCaptureStatus *) =
-        (CUresult(*)(CUstream, CUstreamCaptureStatus *))real_driver_symbol_cached(&capturing_fn, "cuStreamIsCapturing");
-    CUresult (*attributes)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr) =
-        (CUresult(*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr))real_driver_symbol_cached(
-            &attributes_fn, "cuPointerGetAttributes");
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    unsigned int memory_type = 0, managed = 0;
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    CUpointer_attribute which[4] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-    void *values[4] = {&memory_type, &managed, &base, &size};
-    pinshim_enter();
-    CUresult capture_r = is_capturing ? is_capturing(stream, &status) : CUDA_ERROR_NOT_FOUND;
-    CUresult attr_r = attributes ? attributes(4, which, values, dev) : CUDA_ERROR_NOT_FOUND;
-    pinshim_leave();
-    if (capture_r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE) {
+    if (real_stream_capturing(stream)) {
         c->unstaged = UNSTAGED_CAPTURE;
         return false;
     }
-    if (attr_r != CUDA_SUCCESS || memory_type != CU_MEMORYTYPE_DEVICE || managed || dev < base ||
-        dev + bytes > base + size) {
+    if (!real_device_range_whole(dev, bytes)) {
         c->unstaged = UNSTAGED_RANGE;
         return false;
     }

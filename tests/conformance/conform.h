@@ -162,6 +162,7 @@ void gate_finish(struct gate *g); /* opens it and joins the helper thread */
     X("multidev.peer", case_multidev_peer)                                                             \
     X("risky.device_freed", case_device_freed)                                                         \
     X("risky.device_past_end", case_device_past_end)                                                   \
+    X("risky.device_span", case_device_span)                                                           \
     X("risky.register_device_ptr", case_register_device_ptr)                                           \
     X("risky.pinned_past_mapping", case_pinned_past_mapping)
 
