@@ -30,8 +30,6 @@ void *real_driver_symbol_cached(void **slot, const char *name);
  * cuStreamIsCapturing as not. */
 bool real_stream_capturing(CUstream stream);
 
-/* Around a driver call of the shim's own: the calling thread's stream-capture mode set to relaxed
- * (so the call never invalidates a capture the thread is making), then restored. */
 /* Whether [dev, dev + bytes) lies inside one allocation of plain device memory (not managed, not
  * host memory seen through unified addressing), asked of the driver (cuPointerGetAttributes) with the
  * depth raised; false when the driver cannot say. The real driver refuses a copy whose device range
@@ -40,6 +38,8 @@ bool real_stream_capturing(CUstream stream);
  * alone could lie inside one allocation and succeed. */
 bool real_device_range_whole(CUdeviceptr dev, size_t bytes);
 
+/* Around a driver call of the shim's own: the calling thread's stream-capture mode set to relaxed
+ * (so the call never invalidates a capture the thread is making), then restored. */
 void real_relaxed_begin(CUstreamCaptureMode *saved);
 void real_relaxed_end(CUstreamCaptureMode saved);
 

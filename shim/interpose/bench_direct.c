@@ -6,17 +6,18 @@
  * and keeps the pointer in a table of its own data. The first switch looks for those pointers: every
  * aligned word that holds a wrapper's address in the writable data of a loaded shared object or of
  * the program itself (its file's private writable mapping and the anonymous one right after it:
- * .data and .bss), this library's own excepted; then each switch rewrites the words found, the wrapper to its row's real function
- * (on) or back (off), each only if it still holds what the switch expects. Tables kept on the heap
+ * .data and .bss), this library's own excepted; then each switch rewrites the words found, the
+ * wrapper to its row's real function (on) or back (off), each only if it still holds what the
+ * switch expects. Tables kept on the heap
  * or in read-only memory (RELRO) are not found, and their calls keep going through the wrappers:
  * the benchmark reads the shim's call counts to see how many did.
- * Contract: call from one thread at a time, with no call in flight that the switch would race
- * with other than through a pointer (an aligned 8-byte store is seen whole); returns the number of
+ * Contract: call from one thread at a time, while no other thread maps or unmaps memory (the first
+ * switch reads the mappings it found); another thread's call through a rewritten word sees one
+ * function or the other (an aligned 8-byte store is seen whole); returns the number of
  * words it rewrote this time, or -1 where direct calls would change what the program sees (the
  * guard on, registrations held: as pinshim_bench_observe) or no such word was found. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>

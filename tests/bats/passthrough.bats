@@ -161,7 +161,7 @@ CPP
     grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"
 }
 
-@test "the benchmarks' direct switch: driver functions the program kept take the shim out of its calls and back; refused with the guard on or interception off" {
+@test "the benchmarks' direct switch: driver functions the program kept take the shim out of its calls and back; refused with the guard on, registrations held or interception off" {
     PINSHIM_SUMMARY=none run_app shim shim "$T/apiprog" direct
     show shim
     grep -qx 'direct(1) -> rewrote' "$WORK/shim.out"
@@ -173,6 +173,9 @@ CPP
     grep -qx 'direct(1) -> nothing' "$WORK/shim.out"
     grep -qx 'htod is the wrapper' "$WORK/shim.out"
     grep -qx 'h2d count 6 bytes 6000' "$WORK/shim.out"
+    PINSHIM_SUMMARY=json run_app shim shim "$T/apiprog" direct registered # a buffer the cache registered
+    grep -qx 'direct(1) -> nothing' "$WORK/shim.out"
+    grep -q '"registrations":1,' "$WORK/shim.err"
     PINSHIM_INTERCEPT=off run_app shim shim "$T/apiprog" direct # the driver's own functions kept: no wrapper to find
     grep -qx 'direct(1) -> nothing' "$WORK/shim.out"
     grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"

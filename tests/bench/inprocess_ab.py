@@ -61,8 +61,8 @@ operation at a time: not the DataLoader's or JAX's). Run bound to one CPU (tasks
 what the suite's lockstep sees between two turns.
 
 Usage: LD_PRELOAD=build/libpinshim.so python3 tests/bench/inprocess_ab.py [--groups N] [--ops K] [--json]
-[--only TEXT[,TEXT..]] [--cold MIB] [--direct] (default 200 groups of 100 operations; the DataLoader row a third as many groups;
---json adds one JSON line per workload, as the suite's tests/bench/workloads/inprocess.py reads
+[--only TEXT[,TEXT..]] [--cold MIB] [--direct] (default 200 groups of 100 operations; the DataLoader
+row a third as many groups; --json adds one JSON line per workload, as the suite's tests/bench/workloads/inprocess.py reads
 them), or LD_PRELOAD=liballoc_count.so (built from tests/bench/alloc_count.c) with the same options
 (--groups: blocks counted per row). Needs PyTorch and a GPU; prints a line and exits 0
 without them. Never asserts a timing."""
@@ -263,7 +263,8 @@ def main():
         cold_block = dict(cold)
         workloads = tuple((name, cold_block[name], groups) for name, _, groups in workloads if name in cold_block)
     wanted = [t.lower() for t in (args.only or "").split(",") if t]
-    chosen = [w for w in workloads if not wanted or any(t in w[0].lower() for t in wanted) or w[0].startswith("control")]
+    chosen = [w for w in workloads
+              if not wanted or any(t in w[0].lower() for t in wanted) or w[0].startswith("control")]
     if len(chosen) == 1:
         sys.exit("inprocess_ab.py: no row's name holds %r; the rows: %s" % (args.only, ", ".join(w[0] for w in workloads)))
     if graph_failed:

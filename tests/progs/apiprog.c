@@ -10,7 +10,8 @@
  * its table (wrappers handed out by cuGetProcAddress): three copies through them, two after
  * pinshim_bench_direct(1) (the words rewritten to the driver's functions: the shim sees nothing),
  * one after pinshim_bench_direct(0); prints what each switch returned, whether the table holds
- * its first pointers again, and the counts. */
+ * its first pointers again, and the counts. apiprog direct registered: the same after a buffer
+ * the registration cache registered (the switch must then refuse). */
 #include "pinshim.h"
 #include "testutil.h"
 
@@ -54,6 +55,8 @@ int main(int argc, char **argv)
         bench_observe_fn switch_direct = (bench_observe_fn)dlsym(RTLD_DEFAULT, "pinshim_bench_direct");
         if (!switch_direct)
             return 1;
+        if (argc > 2 && strcmp(argv[2], "registered") == 0)
+            copy_reused_buffer(&d, malloc(BIG)); /* the cache registers it: direct must refuse */
         kept = d;
         struct test_driver first = kept;
         for (int i = 0; i < 3; i++)
