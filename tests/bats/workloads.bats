@@ -481,11 +481,16 @@ case "\$LD_PRELOAD:\$1" in
 *inprocess_ab.py)
     n=\$(cat "$WORK/count" 2>/dev/null || echo 0); n=\$((n + 1)); echo \$n >"$WORK/count"
     m=\$((30 + 20 * n)); c=\$((7 * n))
-    echo '{"inprocess": "item", "forward_ns": 10000, "median_ns": '\$m', "q1_ns": '\$((m - 5))', "q3_ns": '\$((m + 5))', "mean_ns": 999, "se_ns": 1, "groups": 200, "ops": 100, "driver_calls_per_op": {"cuMemcpyDtoHAsync_v2": 1.0, "cuStreamSynchronize": 1.0}}'
+    d=''; dc=''  # with --direct: observe - direct 20 ns above observe - forward, the control's 0
+    case " \$* " in *" --direct "*)
+        d=', "direct_ns": 9950, "observe_direct_median_ns": '\$((m + 20))', "observe_direct_q1_ns": '\$((m + 15))', "observe_direct_q3_ns": '\$((m + 25))', "leaked_calls_per_op": 0.0'
+        dc=', "direct_ns": 4990, "observe_direct_median_ns": 0, "observe_direct_q1_ns": -2, "observe_direct_q3_ns": 2, "leaked_calls_per_op": 0.0' ;;
+    esac
+    echo '{"inprocess": "item", "forward_ns": 10000, "median_ns": '\$m', "q1_ns": '\$((m - 5))', "q3_ns": '\$((m + 5))', "mean_ns": 999, "se_ns": 1, "groups": 200, "ops": 100, "driver_calls_per_op": {"cuMemcpyDtoHAsync_v2": 1.0, "cuStreamSynchronize": 1.0}'"\$d"'}'
     echo '{"inprocess": "4KB pinned nb", "forward_ns": 10000, "median_ns": 150, "q1_ns": 100, "q3_ns": 200, "mean_ns": 150, "se_ns": 3, "groups": 200, "ops": 100}'
     echo '{"inprocess": null, "row": "graph-replayed step", "skipped": "CUDA graph capture failed: RuntimeError: no"}'
     echo '{"inprocess": "DataLoader pinned", "forward_ns": 100000, "median_ns": 200, "q1_ns": -2000, "q3_ns": 2400, "mean_ns": 0, "se_ns": 1, "groups": 25, "ops": 6}'
-    echo '{"inprocess": "control (no CUDA)", "forward_ns": 5000, "median_ns": '\$c', "q1_ns": '\$((c - 2))', "q3_ns": '\$((c + 2))', "mean_ns": 0, "se_ns": 1, "groups": 200, "ops": 100}' ;;
+    echo '{"inprocess": "control (no CUDA)", "forward_ns": 5000, "median_ns": '\$c', "q1_ns": '\$((c - 2))', "q3_ns": '\$((c + 2))', "mean_ns": 0, "se_ns": 1, "groups": 200, "ops": 100'"\$dc"'}' ;;
 *) exec python3 "\$@" ;;
 esac
 EOF
@@ -514,6 +519,24 @@ keys = {key for key, _, _ in inprocess.ROWS}
 bad = [(w.name, k, v) for w in run.WORKLOADS + run.FAKE_WORKLOADS for k, v in w.inside.items() if v not in keys]
 assert not bad and any(w.inside for w in run.WORKLOADS), bad
 PY
+}
+
+@test "workloads harness: --inprocess-direct asks inprocess_ab.py for a direct side (not under alloc_count) and prints the whole preload measured: observe - direct plus the allocator calls' hooks" {
+    fake_interpreter
+    LD_LIBRARY_PATH="$FAKE" harness --fake --only fake_same --pairs 1 --no-guard --inprocess 2 --inprocess-groups 4 \
+        --inprocess-direct --python "$WORK/py" --out "$WORK/res"
+    [ "$(cat "$WORK/rc")" = 0 ]
+    [ "$(grep -c 'libpinshim.*inprocess_ab.py --json --groups 4 --direct$' "$WORK/args")" = 2 ]
+    ! grep -q 'alloc_count.*--direct' "$WORK/args"
+    grep -F '# the whole preload measured inside one process' "$WORK/out.txt"
+    # item: observe - direct +70 and +90, +80.0; its 10 allocator calls' hooks priced on the fake
+    grep -E '^item +9950 ns +\+80.0 ns +[+-][0-9.]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=1% +(PASS|MISS|WIDE) +0.00/op$' "$WORK/out.txt"
+    # the control's observe - direct: 0 in both, within its quartiles' error: fair
+    grep -E '^control \(no CUDA\) +4990 ns +\+0.0 \+- [0-9.]+ ns .*fair' "$WORK/out.txt"
+    # rows without a direct side (4KB pinned nb) have no line there; the table survives a merge
+    [ "$(sed -n '/# the whole preload measured/,$p' "$WORK/out.txt" | grep -c '^4KB pinned nb')" = 0 ]
+    python3 "$ROOT/tests/bench/workloads/run.py" --merge "$WORK/res" >"$WORK/merged.txt"
+    grep -E '^item +9950 ns +\+80.0 ns ' "$WORK/merged.txt"
 }
 
 @test "workloads harness: the in-process table pools its processes' medians (mean, 2 standard errors, share), checks 1 % and +100 ns, after the main table" {

@@ -320,13 +320,14 @@ def main():
 def direct_line(name, fd, od, direct_ns, leaked):
     """Prints a row's second line under --direct: forward - direct and observe - direct (median,
     mean +- 2 se, ns per operation) and the calls that still reached the wrappers while direct;
-    returns them for the JSON line."""
+    returns them for the JSON line (with each difference's quartiles: inprocess.py's samples)."""
     out = {"direct_ns": direct_ns, "leaked_calls_per_op": leaked}
     text = []
     for key, label, d in (("forward_direct", "forward - direct", fd), ("observe_direct", "observe - direct", od)):
         se = statistics.stdev(d) / len(d) ** 0.5
-        out.update({key + "_median_ns": statistics.median(d), key + "_mean_ns": statistics.fmean(d),
-                    key + "_se_ns": se})
+        q = statistics.quantiles(d, n=4)
+        out.update({key + "_median_ns": statistics.median(d), key + "_q1_ns": q[0], key + "_q3_ns": q[2],
+                    key + "_mean_ns": statistics.fmean(d), key + "_se_ns": se})
         text.append("%s %+.1f (mean %+.1f +- %.1f)" % (label, statistics.median(d), statistics.fmean(d), 2 * se))
     print("%-22s direct %.1f ns; %s; calls through the wrappers while direct %.2f/op" % (
         "  " + name[:20], direct_ns, "; ".join(text), leaked), flush=True)

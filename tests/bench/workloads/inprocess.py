@@ -29,6 +29,14 @@ same bounds. (Folders kept from before 2026-12-07's 51st stop priced every alloc
 observe_ab's alloc iteration over its 4 calls, whose direct side called the C library for new and
 delete: that priced C++'s calls too high; they are read as they were.)
 
+With run.py --inprocess-direct, inprocess_ab.py --direct also times each PyTorch row with the shim
+out of the runtime's calls (pinshim_bench_direct: the wrapper pointers the runtime keeps rewritten to
+the driver's functions), so a fourth table gives the whole preload measured in the row's own process:
+observe - direct (pooled as observe - forward is) plus the allocator calls' hooks priced as above,
+its share of the direct side's time, the same bounds, and the calls per operation that still
+reached a wrapper while direct (0 where the switch found every stored pointer). Its control row's
+observe - direct should read 0 as well.
+
 Bounds: the share of the operation (difference / forwarding time) at most 1 % (0.99x, as in the
 first table); the C loop at most +100 ns. A share row whose two standard errors alone exceed 1 % of
 the operation reads WIDE, not PASS or MISS: it needs more groups or processes to show its bound. The
@@ -73,6 +81,7 @@ PER_CALL = [("driver call", "C: the wrappers forwarding one driver call (the C l
 # The one price every allocator call had in folders kept from before the split: read, no longer measured.
 OLD_ALLOC_CALL = ("allocator call", "C: the allocation hooks forwarding one allocator call (malloc/free/new/delete, / 4)")
 ALLOC_GROUPS, ALLOC_ITERS, ALLOC_BLOCKS = 200, 500, 20  # observe_ab malloc, new; inprocess_ab.py under alloc_count
+DIRECT_PREFIX = "direct "  # a row's observe - direct samples (inprocess_ab.py --direct), under this key + row's
 
 
 def run_process(argv, env, timeout):
@@ -111,6 +120,10 @@ def python_samples(out):
             samples[d["inprocess"]] = sample(d["forward_ns"], d["median_ns"], d["q1_ns"], d["q3_ns"], d["groups"])
             if "driver_calls_per_op" in d:
                 samples[d["inprocess"]]["driver_calls"] = sum(d["driver_calls_per_op"].values())
+            if "observe_direct_q1_ns" in d:  # --direct: observe - direct, against the direct side's time
+                samples[DIRECT_PREFIX + d["inprocess"]] = dict(
+                    sample(d["direct_ns"], d["observe_direct_median_ns"], d["observe_direct_q1_ns"],
+                           d["observe_direct_q3_ns"], d["groups"]), leaked_calls=d.get("leaked_calls_per_op", 0.0))
     return samples, skipped
 
 
@@ -189,12 +202,14 @@ def bound_text(bound):
 
 
 def measure(processes, groups, shim, python, env, observe_ab, timeout, say, alloc_count=(None, "not built"),
-            only=None):
+            only=None, direct=False):
     """Runs inprocess_ab.py and observe_ab (built by the caller: (path, None) or (None, why not)) in
     `processes` fresh processes each, under the shim, with `groups` groups of blocks (None: PY_GROUPS
     and C_GROUPS), observe_ab's malloc and new iterations, and inprocess_ab.py once more under alloc_count (the
     library built from tests/bench/alloc_count.c, likewise) instead of the shim; with `only`, the
-    PyTorch rows whose name holds it (inprocess_ab.py --only), the others skipped as not asked.
+    PyTorch rows whose name holds it (inprocess_ab.py --only), the others skipped as not asked; with
+    `direct`, inprocess_ab.py --direct (a third side, the shim out of the runtime's calls: the third
+    table then adds each row's measured observe - direct).
     Returns the rows (rows_from), the problems met and each row's samples (for run.py --merge to pool
     with another run's)."""
     chosen = ["--only", only] if only else []
@@ -208,7 +223,7 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say, allo
     problems = []
     for k in range(1, processes + 1):
         out, err = run_process([python, os.path.join(BENCH, "inprocess_ab.py"), "--json", "--groups",
-                                str(groups or PY_GROUPS)] + chosen, env, timeout)
+                                str(groups or PY_GROUPS)] + chosen + (["--direct"] if direct else []), env, timeout)
         if err:
             problems.append("inprocess_ab.py, process %d: %s" % (k, err))
         else:
@@ -271,7 +286,11 @@ def rows_from(samples, skipped=None):
             row.update(pool(samples[key]))
             row["check"] = verdict(bound, row)
             if bound != "zero":
-                row.update(whole_preload(bound, row, samples[key], samples.get("allocs " + key), per_call))
+                row.update(whole_preload(bound, row, samples[key], samples.get("allocs " + key), per_call,
+                                         samples.get(DIRECT_PREFIX + key)))
+            elif samples.get(DIRECT_PREFIX + key):  # the control row: observe - direct should read 0 too
+                measured = pool(samples[DIRECT_PREFIX + key])
+                row["measured"] = dict(measured, check=verdict(bound, measured))
         else:
             row["skipped"] = skipped.get(key) or skipped.get("c" if key == "C loop" else "py", "no process measured it")
         rows.append(row)
@@ -288,12 +307,15 @@ def per_call_row(key, label, got, skipped):
     return row
 
 
-def whole_preload(bound, row, got, allocs, per_call):
+def whole_preload(bound, row, got, allocs, per_call, direct=None):
     """What the whole preload costs the row's operation: observing (the row's own figure) plus its
     driver calls a call's forwarding, its C allocator calls a malloc's hooks and its C++ ones a
     new's (in a kept folder without that split, every allocator call at the one price it measured),
     the counts averaged over the processes that counted them; {} where a piece is missing (a folder
-    from before the counts, no C driver, no alloc_count)."""
+    from before the counts, no C driver, no alloc_count). With `direct` (the row's observe - direct
+    samples, inprocess_ab.py --direct), also "measured": observe - direct, the wrappers' whole cost
+    in the row's own process, plus the allocator calls' hooks as above, against the direct side's
+    time."""
     driver = [s["driver_calls"] for s in got if "driver_calls" in s]
     if row["key"] == "C loop":  # observe_ab's item iteration (its closing line says so): kept folders'
         driver = [2.0]          # C-loop samples predate the line's counts, so they are not read from it
@@ -313,9 +335,20 @@ def whole_preload(bound, row, got, allocs, per_call):
     se2 = (row["se2_ns"] ** 2 + sum((counts[k] * pieces[k]["se2_ns"]) ** 2 for k in counts if counts[k])) ** 0.5
     whole = {"cost_ns": cost, "se2_ns": se2, "forward_ns": row["forward_ns"],
              "share_pct": 100.0 * cost / row["forward_ns"] if row["forward_ns"] > 0 else None}
-    return {"whole": dict(whole, check=verdict(bound, whole), driver_calls=counts["driver"],
-                          allocator_calls=calls, cxx_calls=cxx if split else None, driver_ns=added["driver"],
-                          allocator_ns=added["c_alloc"] + added["cxx_alloc"])}
+    out = {"whole": dict(whole, check=verdict(bound, whole), driver_calls=counts["driver"],
+                         allocator_calls=calls, cxx_calls=cxx if split else None, driver_ns=added["driver"],
+                         allocator_ns=added["c_alloc"] + added["cxx_alloc"])}
+    if direct:
+        d = pool(direct)
+        hooks = [k for k in ("c_alloc", "cxx_alloc") if counts[k]]
+        cost = d["cost_ns"] + sum(added[k] for k in hooks)
+        se2 = (d["se2_ns"] ** 2 + sum((counts[k] * pieces[k]["se2_ns"]) ** 2 for k in hooks)) ** 0.5
+        measured = {"cost_ns": cost, "se2_ns": se2, "forward_ns": d["forward_ns"],
+                    "share_pct": 100.0 * cost / d["forward_ns"] if d["forward_ns"] > 0 else None}
+        out["measured"] = dict(measured, check=verdict(bound, measured), direct_ns=d["cost_ns"],
+                               processes=d["processes"],
+                               leaked_calls=statistics.fmean(x.get("leaked_calls", 0.0) for x in direct))
+    return out
 
 
 def _num(v, fmt):
@@ -364,3 +397,29 @@ def whole_table_rows(rows, markdown):
                         "%d (%s)" % (r["processes"], ", ".join("%+.2f" % m for m in r["per_process_ns"]))
                         if not r.get("skipped") else ""])
     return out
+
+
+def measured_table_rows(rows, markdown):
+    """The fourth table (inprocess_ab.py --direct): per operation, what the shim's wrappers cost
+    measured in the row's own process (observe - direct) plus the allocator calls' hooks, against
+    the direct side's time and the row's bound; the control row's observe - direct should read 0.
+    [] when no row has it."""
+    if not any(r.get("measured") for r in rows):
+        return []
+    out = [["whole preload, measured in one process", "direct", "observe - direct", "allocator calls x hooks",
+            "whole preload", "share", "bound", "check", "calls past the switch"]]
+    for r in rows:
+        m = r.get("measured")
+        if not m:
+            continue
+        name = r["label"] if markdown else r["key"]
+        if r["bound"] == bound_text("zero"):
+            out.append([name, "%.0f ns" % m["forward_ns"], "%+.1f +- %.1f ns" % (m["cost_ns"], m["se2_ns"]), "", "",
+                        "", r["bound"], m["check"], ""])
+            continue
+        w = r.get("whole", {})
+        out.append([name, "%.0f ns" % m["forward_ns"], "%+.1f ns" % m["direct_ns"],
+                    "%+.1f ns" % w.get("allocator_ns", 0.0), "%+.1f +- %.1f ns" % (m["cost_ns"], m["se2_ns"]),
+                    _num(m["share_pct"], "%.2f%%"), r["bound"], m["check"], "%.2f/op" % m["leaked_calls"]])
+    return out
+

@@ -151,6 +151,9 @@ def parse_args(argv):
     p.add_argument("--inprocess-groups", type=int, default=None, metavar="G",
                    help="groups of four blocks per in-process measurement (default %d for PyTorch, %d for the C loop)"
                         % (inprocess.PY_GROUPS, inprocess.C_GROUPS))
+    p.add_argument("--inprocess-direct", action="store_true",
+                   help="inside one process, also a third side with the shim out of the runtime's calls "
+                        "(inprocess_ab.py --direct; groups of six blocks): a fourth table, the whole preload measured")
     p.add_argument("--inprocess-only", default=None, metavar="TEXT",
                    help="measure only the PyTorch rows whose name holds TEXT inside one process (inprocess_ab.py "
                         "--only; the control, the C loop and the per-call rows still run): more processes a call")
@@ -786,7 +789,7 @@ def footer(ctx, report):
     if ctx.inprocess:
         for p in ctx.inprocess["problems"]:
             lines.append("FAIL inprocess: " + p)
-        if any(r.get("check") == "UNFAIR" for r in ctx.inprocess["rows"]):
+        if any("UNFAIR" in (r.get("check"), (r.get("measured") or {}).get("check")) for r in ctx.inprocess["rows"]):
             lines.append("note inprocess: the control row differs by more than its error: the blocks were "
                          "not timed alike; read the in-process rows with care")
     if ctx.stop_note:
@@ -834,6 +837,13 @@ def inprocess_tables(ctx):
         text += ["", whole_title, render_text(whole_text)]
         markdown += [whole_title.lstrip("# ").capitalize() + ":", "",
                      render_markdown(inprocess.whole_table_rows(rows, markdown=True)), ""]
+    measured_text = inprocess.measured_table_rows(rows, markdown=False)
+    if measured_text:
+        measured_title = ("# the whole preload measured inside one process: observe - direct (the shim out of the "
+                          "runtime's calls, --inprocess-direct), plus each allocator call's hooks, ns per operation")
+        text += ["", measured_title, render_text(measured_text)]
+        markdown += [measured_title.lstrip("# ").capitalize() + ":", "",
+                     render_markdown(inprocess.measured_table_rows(rows, markdown=True)), ""]
     return "\n".join(text), "\n".join(markdown)
 
 
@@ -1054,7 +1064,7 @@ def run_inprocess(ctx):
     rows, problems, samples = inprocess.measure(ctx.args.inprocess, ctx.args.inprocess_groups, ctx.shim,
                                                 ctx.python, os.environ, observe_ab, max(ctx.args.timeout, 300.0),
                                                 lambda line: print(line, flush=True), alloc_count,
-                                                ctx.args.inprocess_only)
+                                                ctx.args.inprocess_only, ctx.args.inprocess_direct)
     ctx.inprocess = {"rows": rows, "problems": problems, "samples": samples}
 
 
