@@ -820,6 +820,16 @@ def elapsed(ctx):
     return "%dm%02ds" % (s // 60, s % 60)
 
 
+# The in-process tables after the first, each printed when a row has its figures: (rows, title).
+INPROCESS_MORE_TABLES = [
+    (inprocess.whole_table_rows, "# the whole preload inside one process: observing, plus each driver call's forwarding "
+                                 "and each allocator call's hooks (the C side's forward - direct), ns per operation"),
+    (inprocess.measured_table_rows, "# the whole preload measured inside one process: observe - direct (the shim out of "
+                                    "the runtime's calls, --inprocess-direct), plus each allocator call's hooks, ns per "
+                                    "operation"),
+]
+
+
 def inprocess_tables(ctx):
     """The in-process table as text and as markdown (both "" when it was not measured)."""
     if not ctx.inprocess:
@@ -830,20 +840,12 @@ def inprocess_tables(ctx):
              % max(r.get("processes", 0) for r in rows))
     text = ["", "", title, render_text(inprocess.table_rows(rows, markdown=False))]
     markdown = [title.lstrip("# ").capitalize() + ":", "", render_markdown(inprocess.table_rows(rows, markdown=True)), ""]
-    whole_text = inprocess.whole_table_rows(rows, markdown=False)
-    if whole_text:
-        whole_title = ("# the whole preload inside one process: observing, plus each driver call's forwarding and each "
-                       "allocator call's hooks (the C side's forward - direct), ns per operation")
-        text += ["", whole_title, render_text(whole_text)]
-        markdown += [whole_title.lstrip("# ").capitalize() + ":", "",
-                     render_markdown(inprocess.whole_table_rows(rows, markdown=True)), ""]
-    measured_text = inprocess.measured_table_rows(rows, markdown=False)
-    if measured_text:
-        measured_title = ("# the whole preload measured inside one process: observe - direct (the shim out of the "
-                          "runtime's calls, --inprocess-direct), plus each allocator call's hooks, ns per operation")
-        text += ["", measured_title, render_text(measured_text)]
-        markdown += [measured_title.lstrip("# ").capitalize() + ":", "",
-                     render_markdown(inprocess.measured_table_rows(rows, markdown=True)), ""]
+    for rows_fn, more_title in INPROCESS_MORE_TABLES:
+        more = rows_fn(rows, markdown=False)
+        if more:
+            text += ["", more_title, render_text(more)]
+            markdown += [more_title.lstrip("# ").capitalize() + ":", "", render_markdown(rows_fn(rows, markdown=True)),
+                         ""]
     return "\n".join(text), "\n".join(markdown)
 
 
