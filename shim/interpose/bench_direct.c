@@ -8,13 +8,13 @@
  * the program itself (its file's private writable mapping and the anonymous one right after it:
  * .data and .bss), this library's own excepted; then each switch rewrites the words found, the
  * wrapper to its row's real function (on) or back (off), each only if it still holds what the
- * switch expects. Tables kept on the heap
- * or in read-only memory (RELRO) are not found, and their calls keep going through the wrappers:
- * the benchmark reads the shim's call counts to see how many did.
+ * switch expects. Tables kept on the heap or in read-only memory (RELRO) are not found, and their
+ * calls keep going through the wrappers: the benchmark reads the shim's call counts to see how
+ * many did.
  * Contract: call from one thread at a time, while no other thread maps or unmaps memory (the first
  * switch reads the mappings it found); another thread's call through a rewritten word sees one
- * function or the other (an aligned 8-byte store is seen whole); returns the number of
- * words it rewrote this time, or -1 where direct calls would change what the program sees (the
+ * function or the other (an aligned 8-byte store is seen whole); returns the number of words it
+ * rewrote this time, or -1 where direct calls would change what the program sees (the
  * guard on, registrations held: as pinshim_bench_observe) or no such word was found. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -40,15 +40,14 @@ static struct {
 } found[FOUND_MAX];
 static int found_count = -1; /* not looked for yet */
 
-/* The row whose wrapper is at fn (wrappers lie in [lo, hi]), or -1. */
+/* The row whose wrapper is at fn, when the driver's function is known (wrappers lie in [lo, hi]:
+ * most words are rejected by the range alone), or -1. */
 static int wrapper_row(uintptr_t fn, uintptr_t lo, uintptr_t hi)
 {
     if (fn < lo || fn > hi)
         return -1;
-    for (int id = 0; id < ENTRY_COUNT; id++)
-        if ((uintptr_t)driver_wrapper((enum driver_entry_id)id) == fn && driver_real((enum driver_entry_id)id))
-            return id;
-    return -1;
+    int id = driver_wrapper_row((const void *)fn);
+    return id >= 0 && driver_real((enum driver_entry_id)id) ? id : -1;
 }
 
 static void scan(uintptr_t start, uintptr_t end, uintptr_t lo, uintptr_t hi)

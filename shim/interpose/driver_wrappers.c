@@ -31,10 +31,12 @@ static void *const wrapper_fns[ENTRY_COUNT] = {
 
 void *driver_wrapper(enum driver_entry_id id) { return wrapper_fns[id]; }
 
-bool driver_is_wrapper(const void *fn)
+int driver_wrapper_row(const void *fn)
 {
     for (int i = 0; i < ENTRY_COUNT; i++)
         if (wrapper_fns[i] == fn)
-            return true;
-    return false;
+            return i;
+    return -1;
 }
+
+bool driver_is_wrapper(const void *fn) { return driver_wrapper_row(fn) >= 0; }

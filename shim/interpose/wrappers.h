@@ -13,6 +13,9 @@
 /* The shim's wrapper for a row. */
 void *driver_wrapper(enum driver_entry_id id);
 
+/* The row whose wrapper fn is, or -1. */
+int driver_wrapper_row(const void *fn);
+
 /* True if fn is one of the shim's wrappers. */
 bool driver_is_wrapper(const void *fn);
 
