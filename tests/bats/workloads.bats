@@ -1380,6 +1380,34 @@ probe_refuses_then_skips() {
         "cupy_phases: skipped: CuPy with a CUDA device is needed" --rounds 1
 }
 
+@test "inprocess_ab.py: every group gives each side two blocks, --direct's groups alternate two orders so a position's bias cancels, and each group's direct blocks are kept" {
+    # A block's time here: the side's own (o 30, f 20, d 10) plus 100 when it is the group's first
+    # block, a bias only the alternation cancels. Every group must give two blocks of each side; over
+    # two groups the mean of observe - direct must be the sides' own difference, 20.
+    run python3 -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import inprocess_ab as m
+own = {"o": 30.0, "f": 20.0, "d": 10.0}
+for direct, sides in ((False, "of"), (True, "ofd")):
+    od, lens = [], set()
+    for g in range(4):
+        pos = [0]
+        def block(side):
+            pos[0] += 1
+            return own[side] + (100.0 if pos[0] == 1 else 0.0)
+        t = m.group_blocks(g, direct, block)
+        lens.add(tuple(sorted((k, len(v)) for k, v in t.items())))
+        if direct:
+            od.append((sum(t["o"]) - sum(t["d"])) / 2)
+    print(direct, sorted(lens), sum(od) / len(od) if od else "-")
+' "$ROOT/tests/bench"
+    [ "$status" -eq 0 ]
+    echo "$output"
+    [ "${lines[0]}" = "False [(('f', 2), ('o', 2))] -" ]
+    [ "${lines[1]}" = "True [(('d', 2), ('f', 2), ('o', 2))] 20.0" ]
+}
+
 @test "inprocess_ab.py --cold, torch_fresh.py --sizes, torch_reuse.py --keys and --copies: a value out of range is refused, naming what was expected; a good one runs (here: skips without PyTorch)" {
     run python3 "$ROOT/tests/bench/inprocess_ab.py" --cold 5000
     [ "$status" -ne 0 ]

@@ -84,6 +84,17 @@ LOADER_BATCHES = 6  # DataLoader batches a block, one per worker (each 13-18 ms 
 # block, the batches' uneven arrival spread the paired differences by +-4 ms (2 processes, H100)
 LOADER_WARMUP = 12  # batches before the first block: the workers' start
 JAX_WORDS = 32 << 20  # jax_copy.py's array: 128 MiB of float32
+# The blocks of a group, in turn (g % the orders), by side: o observe, f forward, d direct. With
+# --direct the second order swaps the first's ends and middle, so no side keeps a position.
+GROUP_ORDERS = {False: ("offo",), True: ("ofddfo", "dfoofd")}
+
+
+def group_blocks(g, direct, block):
+    """Group g's blocks, block(side) -> ns per operation run in GROUP_ORDERS' order: {side: [ns, ns]}."""
+    times = {}
+    for side in GROUP_ORDERS[direct][g % len(GROUP_ORDERS[direct])]:
+        times.setdefault(side, []).append(block(side))
+    return times
 
 
 def main():
@@ -134,7 +145,9 @@ def main():
     step = wl.torch_mlp_step(torch, dev, False)[0]
     graph_step, graph_failed = replayed_step(torch, dev)
     loader_groups = max(4, args.groups // 3)  # an eighth (25) left two standard errors of 1.7 % of a batch
-    next_batches = loader_batches(torch, dev, LOADER_WARMUP + (3 + 4 * loader_groups) * LOADER_BATCHES)
+    # blocks the DataLoader row takes: 3 to warm up, its groups', and --direct's check block
+    loader_blocks = 3 + len(GROUP_ORDERS[args.direct][0]) * loader_groups + args.direct
+    next_batches = loader_batches(torch, dev, LOADER_WARMUP + loader_blocks * LOADER_BATCHES)
 
     turn = [0]
     jax_put = None  # the JAX row's block, made (jax_device_put) only when that row runs
@@ -284,22 +297,17 @@ def main():
         before, observed_ops[0] = entry_calls(), 0
         fwd, obs, diffs, dir_, fd, od = [], [], [], [], [], []
         for g in range(groups):
-            if direct is None:
-                o1, f1, f2, o2 = block(fn, True), block(fn, False), block(fn, False), block(fn, True)
-            elif g % 2 == 0:
-                o1, f1 = block(fn, True), block(fn, False)
-                d1, d2 = block(fn, False, True), block(fn, False, True)
-                f2, o2 = block(fn, False), block(fn, True)
-            else:  # the ends and the middle swapped: no side keeps a position within the group
-                d1, f1 = block(fn, False, True), block(fn, False)
-                o1, o2 = block(fn, True), block(fn, True)
-                f2, d2 = block(fn, False), block(fn, False, True)
-                dir_ += [d1, d2]
-                fd.append((f1 + f2 - d1 - d2) / 2)
-                od.append((o1 + o2 - d1 - d2) / 2)
+            t = group_blocks(g, direct is not None, lambda side: block(fn, side == "o", side == "d"))
+            f1, f2 = t["f"]
+            o1, o2 = t["o"]
             fwd += [f1, f2]
             obs += [o1, o2]
             diffs.append((o1 + o2 - f1 - f2) / 2)
+            if direct is not None:
+                d1, d2 = t["d"]
+                dir_ += [d1, d2]
+                fd.append((f1 + f2 - d1 - d2) / 2)
+                od.append((o1 + o2 - d1 - d2) / 2)
         observe(1)
         calls = calls_per_op(before, entry_calls(), observed_ops[0])
         q = statistics.quantiles(diffs, n=4)
