@@ -336,7 +336,12 @@ def direct_line(name, fd, od, direct_ns, leaked):
         q = statistics.quantiles(d, n=4)
         out.update({key + "_median_ns": statistics.median(d), key + "_q1_ns": q[0], key + "_q3_ns": q[2],
                     key + "_mean_ns": statistics.fmean(d), key + "_se_ns": se})
-        text.append("%s %+.1f (mean %+.1f +- %.1f)" % (label, statistics.median(d), statistics.fmean(d), 2 * se))
+        # each order's median apart (group g ran order g % 2): their gap is a position's bias
+        by_order = {o: statistics.median(d[i::2]) for i, o in enumerate(GROUP_ORDERS[True]) if d[i::2]}
+        out[key + "_by_order_ns"] = by_order
+        text.append("%s %+.1f (mean %+.1f +- %.1f; %s)" % (
+            label, statistics.median(d), statistics.fmean(d), 2 * se,
+            ", ".join("%s %+.1f" % kv for kv in by_order.items())))
     print("%-22s direct %.1f ns; %s; calls through the wrappers while direct %.2f/op" % (
         "  " + name[:20], direct_ns, "; ".join(text), leaked), flush=True)
     return out
