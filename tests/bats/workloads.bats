@@ -1380,32 +1380,29 @@ probe_refuses_then_skips() {
         "cupy_phases: skipped: CuPy with a CUDA device is needed" --rounds 1
 }
 
-@test "inprocess_ab.py: every group gives each side two blocks, --direct's groups alternate two orders so a position's bias cancels, and each group's direct blocks are kept" {
+@test "inprocess_ab.py: every group gives each side two blocks, --direct's groups alternate two orders so a position's bias cancels and keep their direct blocks, and a row runs the blocks its DataLoader is sized for" {
     # A block's time here: the side's own (o 30, f 20, d 10) plus 100 when it is the group's first
-    # block, a bias only the alternation cancels. Every group must give two blocks of each side; over
-    # two groups the mean of observe - direct must be the sides' own difference, 20.
+    # block, a bias only the alternation cancels. Over an even number of groups the mean of observe -
+    # direct must be the sides' own difference, 20, and every group must give its samples.
     run python3 -c '
 import sys
 sys.path.insert(0, sys.argv[1])
 import inprocess_ab as m
 own = {"o": 30.0, "f": 20.0, "d": 10.0}
-for direct, sides in ((False, "of"), (True, "ofd")):
-    od, lens = [], set()
-    for g in range(4):
-        pos = [0]
-        def block(side):
-            pos[0] += 1
-            return own[side] + (100.0 if pos[0] == 1 else 0.0)
-        t = m.group_blocks(g, direct, block)
-        lens.add(tuple(sorted((k, len(v)) for k, v in t.items())))
-        if direct:
-            od.append((sum(t["o"]) - sum(t["d"])) / 2)
-    print(direct, sorted(lens), sum(od) / len(od) if od else "-")
+for direct in (False, True):
+    calls = [0]
+    def block(side):
+        calls[0] += 1
+        return own[side] + (100.0 if calls[0] % len(m.GROUP_ORDERS[direct][0]) == 1 else 0.0)
+    fwd, obs, diffs, dir_, fd, od = m.paired_samples(6, direct, block)
+    blocks = m.WARMUP_BLOCKS + calls[0] + direct  # the warm-up, the groups, the check block
+    print(direct, len(fwd), len(obs), len(diffs), len(dir_), len(fd), len(od),
+          sum(od) / len(od) if od else "-", blocks == m.row_blocks(6, direct))
 ' "$ROOT/tests/bench"
     [ "$status" -eq 0 ]
     echo "$output"
-    [ "${lines[0]}" = "False [(('f', 2), ('o', 2))] -" ]
-    [ "${lines[1]}" = "True [(('d', 2), ('f', 2), ('o', 2))] 20.0" ]
+    [ "${lines[0]}" = "False 12 12 6 0 0 0 - True" ]
+    [ "${lines[1]}" = "True 12 12 6 12 6 6 20.0 True" ]
 }
 
 @test "inprocess_ab.py --cold, torch_fresh.py --sizes, torch_reuse.py --keys and --copies: a value out of range is refused, naming what was expected; a good one runs (here: skips without PyTorch)" {

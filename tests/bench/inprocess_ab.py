@@ -87,6 +87,13 @@ JAX_WORDS = 32 << 20  # jax_copy.py's array: 128 MiB of float32
 # The blocks of a group, in turn (g % the orders), by side: o observe, f forward, d direct. With
 # --direct the second order swaps the first's ends and middle, so no side keeps a position.
 GROUP_ORDERS = {False: ("offo",), True: ("ofddfo", "dfoofd")}
+WARMUP_BLOCKS = 3  # observing, before a row's groups
+
+
+def row_blocks(groups, direct):
+    """Blocks one row runs: its warm-up, its groups' (paired_samples) and, with --direct, the check
+    block (leaked_calls). The DataLoader row's loader holds that many blocks' batches."""
+    return WARMUP_BLOCKS + len(GROUP_ORDERS[direct][0]) * groups + bool(direct)
 
 
 def group_blocks(g, direct, block):
@@ -95,6 +102,25 @@ def group_blocks(g, direct, block):
     for side in GROUP_ORDERS[direct][g % len(GROUP_ORDERS[direct])]:
         times.setdefault(side, []).append(block(side))
     return times
+
+
+def paired_samples(groups, direct, block):
+    """A row's groups in turn: (forward blocks, observe blocks, observe - forward a group, direct
+    blocks, forward - direct a group, observe - direct a group), ns per operation; the last three
+    empty without direct."""
+    fwd, obs, diffs, dir_, fd, od = [], [], [], [], [], []
+    for g in range(groups):
+        t = group_blocks(g, direct, block)
+        (f1, f2), (o1, o2) = t["f"], t["o"]
+        fwd += [f1, f2]
+        obs += [o1, o2]
+        diffs.append((o1 + o2 - f1 - f2) / 2)
+        if direct:
+            d1, d2 = t["d"]
+            dir_ += [d1, d2]
+            fd.append((f1 + f2 - d1 - d2) / 2)
+            od.append((o1 + o2 - d1 - d2) / 2)
+    return fwd, obs, diffs, dir_, fd, od
 
 
 def main():
@@ -145,9 +171,7 @@ def main():
     step = wl.torch_mlp_step(torch, dev, False)[0]
     graph_step, graph_failed = replayed_step(torch, dev)
     loader_groups = max(4, args.groups // 3)  # an eighth (25) left two standard errors of 1.7 % of a batch
-    # blocks the DataLoader row takes: 3 to warm up, its groups', and --direct's check block
-    loader_blocks = 3 + len(GROUP_ORDERS[args.direct][0]) * loader_groups + args.direct
-    next_batches = loader_batches(torch, dev, LOADER_WARMUP + loader_blocks * LOADER_BATCHES)
+    next_batches = loader_batches(torch, dev, LOADER_WARMUP + row_blocks(loader_groups, args.direct) * LOADER_BATCHES)
 
     turn = [0]
     jax_put = None  # the JAX row's block, made (jax_device_put) only when that row runs
@@ -289,25 +313,14 @@ def main():
             if why:
                 not_measured(args, name, why)
                 continue
-        for _ in range(3):
+        for _ in range(WARMUP_BLOCKS):
             block(fn, True)
         if allocs:
             count_allocations(args, name, fn, groups, allocs, allocs_cxx)
             continue
         before, observed_ops[0] = entry_calls(), 0
-        fwd, obs, diffs, dir_, fd, od = [], [], [], [], [], []
-        for g in range(groups):
-            t = group_blocks(g, direct is not None, lambda side: block(fn, side == "o", side == "d"))
-            f1, f2 = t["f"]
-            o1, o2 = t["o"]
-            fwd += [f1, f2]
-            obs += [o1, o2]
-            diffs.append((o1 + o2 - f1 - f2) / 2)
-            if direct is not None:
-                d1, d2 = t["d"]
-                dir_ += [d1, d2]
-                fd.append((f1 + f2 - d1 - d2) / 2)
-                od.append((o1 + o2 - d1 - d2) / 2)
+        fwd, obs, diffs, dir_, fd, od = paired_samples(groups, direct is not None,
+                                                       lambda side: block(fn, side == "o", side == "d"))
         observe(1)
         calls = calls_per_op(before, entry_calls(), observed_ops[0])
         q = statistics.quantiles(diffs, n=4)
