@@ -483,7 +483,7 @@ case "\$LD_PRELOAD:\$1" in
     m=\$((30 + 20 * n)); c=\$((7 * n))
     d=''; dc=''  # with --direct: observe - direct 20 ns above observe - forward, the control's 0
     case " \$* " in *" --direct "*)
-        d=', "direct_ns": 9950, "observe_direct_median_ns": '\$((m + 20))', "observe_direct_q1_ns": '\$((m + 15))', "observe_direct_q3_ns": '\$((m + 25))', "leaked_calls_per_op": 0.0'
+        d=', "direct_ns": 9950, "observe_direct_median_ns": '\$((m + 20))', "observe_direct_q1_ns": '\$((m + 15))', "observe_direct_q3_ns": '\$((m + 25))', "leaked_calls_per_op": 0.0, "observe_direct_by_order_ns": {"ofddfo": '\$((m + 30))', "dfoofd": '\$((m + 10))'}'
         dc=', "direct_ns": 4990, "observe_direct_median_ns": 0, "observe_direct_q1_ns": -2, "observe_direct_q3_ns": 2, "leaked_calls_per_op": 0.0' ;;
     esac
     echo '{"inprocess": "item", "forward_ns": 10000, "median_ns": '\$m', "q1_ns": '\$((m - 5))', "q3_ns": '\$((m + 5))', "mean_ns": 999, "se_ns": 1, "groups": 200, "ops": 100, "driver_calls_per_op": {"cuMemcpyDtoHAsync_v2": 1.0, "cuStreamSynchronize": 1.0}'"\$d"'}'
@@ -530,13 +530,14 @@ PY
     ! grep -q 'alloc_count.*--direct' "$WORK/args"
     grep -F '# the whole preload measured inside one process' "$WORK/out.txt"
     # item: observe - direct +70 and +90, +80.0; its 10 allocator calls' hooks priced on the fake
-    grep -E '^item +9950 ns +\+80.0 ns +[+-][0-9.]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=1% +(PASS|MISS|WIDE) +0.00/op$' "$WORK/out.txt"
+    # and by group order: +80 and +100 pooled in the one, +60 and +80 in the other
+    grep -E '^item +9950 ns +\+80.0 ns +[+-][0-9.]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=1% +(PASS|MISS|WIDE) +0.00/op +dfoofd \+70.0, ofddfo \+90.0$' "$WORK/out.txt"
     # the control's observe - direct: 0 in both, within its quartiles' error: fair
-    grep -E '^control \(no CUDA\) +4990 ns +\+0.0 \+- [0-9.]+ ns .*fair' "$WORK/out.txt"
+    grep -E '^control \(no CUDA\) +4990 ns +\+0.0 \+- [0-9.]+ ns .*fair +-$' "$WORK/out.txt"
     # rows without a direct side (4KB pinned nb) have no line there; the table survives a merge
     [ "$(sed -n '/# the whole preload measured/,$p' "$WORK/out.txt" | grep -c '^4KB pinned nb')" = 0 ]
     python3 "$ROOT/tests/bench/workloads/run.py" --merge "$WORK/res" >"$WORK/merged.txt"
-    grep -E '^item +9950 ns +\+80.0 ns ' "$WORK/merged.txt"
+    grep -E '^item +9950 ns +\+80.0 ns .* dfoofd \+70.0, ofddfo \+90.0$' "$WORK/merged.txt"
 }
 
 @test "workloads harness: the in-process table pools its processes' medians (mean, 2 standard errors, share), checks 1 % and +100 ns, after the main table" {

@@ -123,7 +123,8 @@ def python_samples(out):
             if "observe_direct_q1_ns" in d:  # --direct: observe - direct, against the direct side's time
                 samples[DIRECT_PREFIX + d["inprocess"]] = dict(
                     sample(d["direct_ns"], d["observe_direct_median_ns"], d["observe_direct_q1_ns"],
-                           d["observe_direct_q3_ns"], d["groups"]), leaked_calls=d.get("leaked_calls_per_op", 0.0))
+                           d["observe_direct_q3_ns"], d["groups"]), leaked_calls=d.get("leaked_calls_per_op", 0.0),
+                    by_order=d.get("observe_direct_by_order_ns") or {})
     return samples, skipped
 
 
@@ -183,6 +184,17 @@ def pool(samples):
     cost = statistics.fmean(medians)
     return {"processes": n, "forward_ns": forward, "cost_ns": cost, "se2_ns": 2 * max(within, between),
             "share_pct": 100.0 * cost / forward if forward > 0 else None, "per_process_ns": medians}
+
+
+def by_order(samples):
+    """{group order: the mean over the processes of observe - direct's median in that order's
+    groups} (inprocess_ab.py --direct): the orders' gap is a position's bias, which pooling both
+    cancels. {} for samples from before it was printed."""
+    orders = {}
+    for s in samples:
+        for order, ns in (s.get("by_order") or {}).items():
+            orders.setdefault(order, []).append(float(ns))
+    return {order: statistics.fmean(v) for order, v in orders.items()}
 
 
 def verdict(bound, row):
@@ -290,7 +302,8 @@ def rows_from(samples, skipped=None):
                                          samples.get(DIRECT_PREFIX + key)))
             elif samples.get(DIRECT_PREFIX + key):  # the control row: observe - direct should read 0 too
                 measured = pool(samples[DIRECT_PREFIX + key])
-                row["measured"] = dict(measured, check=verdict(bound, measured))
+                row["measured"] = dict(measured, check=verdict(bound, measured),
+                                       by_order=by_order(samples[DIRECT_PREFIX + key]))
         else:
             row["skipped"] = skipped.get(key) or skipped.get("c" if key == "C loop" else "py", "no process measured it")
         rows.append(row)
@@ -346,9 +359,13 @@ def whole_preload(bound, row, got, allocs, per_call, direct=None):
         measured = {"cost_ns": cost, "se2_ns": se2, "forward_ns": d["forward_ns"],
                     "share_pct": 100.0 * cost / d["forward_ns"] if d["forward_ns"] > 0 else None}
         out["measured"] = dict(measured, check=verdict(bound, measured), direct_ns=d["cost_ns"],
-                               processes=d["processes"],
+                               processes=d["processes"], by_order=by_order(direct),
                                leaked_calls=statistics.fmean(x.get("leaked_calls", 0.0) for x in direct))
     return out
+
+
+def _orders(measured):
+    return ", ".join("%s %+.1f" % kv for kv in sorted(measured.get("by_order", {}).items())) or "-"
 
 
 def _num(v, fmt):
@@ -407,7 +424,7 @@ def measured_table_rows(rows, markdown):
     if not any(r.get("measured") for r in rows):
         return []
     out = [["whole preload, measured in one process", "direct", "observe - direct", "allocator calls x hooks",
-            "whole preload", "share", "bound", "check", "calls past the switch"]]
+            "whole preload", "share", "bound", "check", "calls past the switch", "observe - direct by group order"]]
     for r in rows:
         m = r.get("measured")
         if not m:
@@ -415,11 +432,12 @@ def measured_table_rows(rows, markdown):
         name = r["label"] if markdown else r["key"]
         if r["bound"] == bound_text("zero"):
             out.append([name, "%.0f ns" % m["forward_ns"], "%+.1f +- %.1f ns" % (m["cost_ns"], m["se2_ns"]), "", "",
-                        "", r["bound"], m["check"], ""])
+                        "", r["bound"], m["check"], "", _orders(m)])
             continue
         w = r.get("whole", {})
         out.append([name, "%.0f ns" % m["forward_ns"], "%+.1f ns" % m["direct_ns"],
                     "%+.1f ns" % w.get("allocator_ns", 0.0), "%+.1f +- %.1f ns" % (m["cost_ns"], m["se2_ns"]),
-                    _num(m["share_pct"], "%.2f%%"), r["bound"], m["check"], "%.2f/op" % m["leaked_calls"]])
+                    _num(m["share_pct"], "%.2f%%"), r["bound"], m["check"], "%.2f/op" % m["leaked_calls"],
+                    _orders(m)])
     return out
 
