@@ -2,11 +2,12 @@
 """small_tensor_layout.py: where a program's small CPU tensors lie, seen in the order it copies them
 (issue #12). The shim answers a small pageable copy from a memo of pages; a cheaper answer, one
 range per thread covering neighbouring plain pages, was tried and reverted at 2564404 because
-PyTorch's 1000 x 4 KB tensors took it for 265 of 3000 copies (README, fifty-fourth stop). This
-prints what decides that: the steps between consecutive tensors' first bytes (by size, and how many
-go up), the mappings of /proc/self/maps they lie in, and, for each reach, how many copies of a
-second pass one such range would answer after a first pass built it (grown to a tensor's page when
-it lies within the reach past either end, else restarted there; the pages between taken as plain).
+PyTorch's 1000 x 4 KB tensors took it for 265 of 3000 copies (tests/bench/workloads/HISTORY.md,
+fifty-fourth stop). This prints what decides that: the steps between consecutive tensors' first
+bytes (by size, and how many go up), the mappings of /proc/self/maps they lie in, and, for each
+reach, how many copies of a second pass one such range would answer after a first pass built it
+(grown to a tensor's page when it lies within the reach past either end, else restarted there; the
+pages between taken as plain).
 Never asserts anything.
 
 Usage: python3 tests/bench/small_tensor_layout.py [--count N] [--bytes B] [--reach PAGES,...]
