@@ -483,7 +483,7 @@ case "\$LD_PRELOAD:\$1" in
     m=\$((30 + 20 * n)); c=\$((7 * n))
     d=''; dc=''  # with --direct: observe - direct 20 ns above observe - forward, the control's 0
     case " \$* " in *" --direct "*)
-        d=', "direct_ns": 9950, "observe_direct_median_ns": '\$((m + 20))', "observe_direct_q1_ns": '\$((m + 15))', "observe_direct_q3_ns": '\$((m + 25))', "leaked_calls_per_op": 0.0, "observe_direct_by_order_ns": {"ofddfo": '\$((m + 30))', "dfoofd": '\$((m + 10))'}'
+        d=', "direct_ns": 9950, "observe_direct_median_ns": '\$((m + 20))', "observe_direct_q1_ns": '\$((m + 15))', "observe_direct_q3_ns": '\$((m + 25))', "leaked_calls_per_op": 0.0, "observe_direct_by_order_ns": {"ofddfo": '\$((m + 30))', "doffod": '\$((m + 10))'}'
         dc=', "direct_ns": 4990, "observe_direct_median_ns": 0, "observe_direct_q1_ns": -2, "observe_direct_q3_ns": 2, "leaked_calls_per_op": 0.0' ;;
     esac
     echo '{"inprocess": "item", "forward_ns": 10000, "median_ns": '\$m', "q1_ns": '\$((m - 5))', "q3_ns": '\$((m + 5))', "mean_ns": 999, "se_ns": 1, "groups": 200, "ops": 100, "driver_calls_per_op": {"cuMemcpyDtoHAsync_v2": 1.0, "cuStreamSynchronize": 1.0}'"\$d"'}'
@@ -531,13 +531,13 @@ PY
     grep -F '# the whole preload measured inside one process' "$WORK/out.txt"
     # item: observe - direct +70 and +90, +80.0; its 10 allocator calls' hooks priced on the fake
     # and by group order: +80 and +100 pooled in the one, +60 and +80 in the other
-    grep -E '^item +9950 ns +\+80.0 ns +[+-][0-9.]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=1% +(PASS|MISS|WIDE) +0.00/op +dfoofd \+70.0, ofddfo \+90.0$' "$WORK/out.txt"
+    grep -E '^item +9950 ns +\+80.0 ns +[+-][0-9.]+ ns +[+-][0-9.]+ \+- [0-9.]+ ns +[-0-9.]+% +<=1% +(PASS|MISS|WIDE) +0.00/op +doffod \+70.0, ofddfo \+90.0$' "$WORK/out.txt"
     # the control's observe - direct: 0 in both, within its quartiles' error: fair
     grep -E '^control \(no CUDA\) +4990 ns +\+0.0 \+- [0-9.]+ ns .*fair +-$' "$WORK/out.txt"
     # rows without a direct side (4KB pinned nb) have no line there; the table survives a merge
     [ "$(sed -n '/# the whole preload measured/,$p' "$WORK/out.txt" | grep -c '^4KB pinned nb')" = 0 ]
     python3 "$ROOT/tests/bench/workloads/run.py" --merge "$WORK/res" >"$WORK/merged.txt"
-    grep -E '^item +9950 ns +\+80.0 ns .* dfoofd \+70.0, ofddfo \+90.0$' "$WORK/merged.txt"
+    grep -E '^item +9950 ns +\+80.0 ns .* doffod \+70.0, ofddfo \+90.0$' "$WORK/merged.txt"
 }
 
 @test "workloads harness: the in-process table pools its processes' medians (mean, 2 standard errors, share), checks 1 % and +100 ns, after the main table" {
@@ -1381,29 +1381,36 @@ probe_refuses_then_skips() {
         "cupy_phases: skipped: CuPy with a CUDA device is needed" --rounds 1
 }
 
-@test "inprocess_ab.py: every group gives each side two blocks, --direct's groups alternate two orders so a position's bias cancels and keep their direct blocks, and a row runs the blocks its DataLoader is sized for" {
-    # A block's time here: the side's own (o 30, f 20, d 10) plus 100 when it is the group's first
-    # block, a bias only the alternation cancels. Over an even number of groups the mean of observe -
-    # direct must be the sides' own difference, 20, and every group must give its samples.
+@test "inprocess_ab.py: each side takes each position of the group once over a cycle of orders, so a position's bias cancels; every group keeps its samples, and a row runs the blocks its DataLoader is sized for" {
+    # A block's time here: the side's own (o 30, f 20, d 10) plus a bias of its position in the
+    # group (1000, 300, 70, 9, 0, 0). Over whole cycles of orders every difference must be the sides'
+    # own (observe - forward 10, forward - direct 10, observe - direct 20), and every group must give
+    # its samples; the orders' medians differ by the bias.
     run python3 -c '
-import sys
+import statistics, sys
 sys.path.insert(0, sys.argv[1])
 import inprocess_ab as m
 own = {"o": 30.0, "f": 20.0, "d": 10.0}
+bias = (1000.0, 300.0, 70.0, 9.0, 0.0, 0.0)
 for direct in (False, True):
+    size = len(m.GROUP_ORDERS[direct][0])
     calls = [0]
     def block(side):
         calls[0] += 1
-        return own[side] + (100.0 if calls[0] % len(m.GROUP_ORDERS[direct][0]) == 1 else 0.0)
-    fwd, obs, diffs, dir_, fd, od = m.paired_samples(6, direct, block)
+        return own[side] + bias[(calls[0] - 1) % size]
+    groups = 6 * len(m.GROUP_ORDERS[direct])
+    fwd, obs, diffs, dir_, fd, od = m.paired_samples(groups, direct, block)
     blocks = m.WARMUP_BLOCKS + calls[0] + direct  # the warm-up, the groups, the check block
-    print(direct, len(fwd), len(obs), len(diffs), len(dir_), len(fd), len(od),
-          sum(od) / len(od) if od else "-", blocks == m.row_blocks(6, direct))
+    mean = lambda d: "%.1f" % statistics.fmean(d) if d else "-"
+    print(direct, len(fwd) == len(obs) == 2 * groups, len(diffs) == groups,
+          len(dir_) == (2 * groups if direct else 0), len(fd) == len(od) == (groups if direct else 0),
+          mean(diffs), mean(fd), mean(od), len(set(m.order_medians(diffs, m.GROUP_ORDERS[direct]).values())) > 1,
+          blocks == m.row_blocks(groups, direct))
 ' "$ROOT/tests/bench"
     [ "$status" -eq 0 ]
     echo "$output"
-    [ "${lines[0]}" = "False 12 12 6 0 0 0 - True" ]
-    [ "${lines[1]}" = "True 12 12 6 12 6 6 20.0 True" ]
+    [ "${lines[0]}" = "False True True True True 10.0 - - True True" ]
+    [ "${lines[1]}" = "True True True True True 10.0 10.0 20.0 True True" ]
 }
 
 @test "inprocess_ab.py --cold, torch_fresh.py --sizes, torch_reuse.py --keys and --copies: a value out of range is refused, naming what was expected; a good one runs (here: skips without PyTorch)" {

@@ -2,7 +2,8 @@
 (issue #12). Across processes the same loop spreads by 10-30 % (placement, the host's neighbours),
 far more than the 1 % bound; here the shim's benchmark switch (pinshim_bench_observe, outside
 include/pinshim.h) flips the wrappers between forwarding every call untouched and observing, in
-blocks ordered observe, forward, forward, observe, and each group of four gives one paired
+groups of four blocks, observe, forward, forward, observe, then forward, observe, observe, forward
+(each side in each position once: a position's bias cancels), and each group gives one paired
 difference. Forwarding still passes through the wrappers (a load and a branch): this measures what
 observing costs, not the preload itself.
 
@@ -40,10 +41,11 @@ flips between two levels some 20 % apart every few tens of milliseconds (a pure-
 row, timed in the same blocks, shows it), so long blocks pair a fast block with a slow one and
 spread the differences by more than the shim's cost; short adjacent blocks share the level.
 
-With --direct each group is six blocks, observe, forward, direct, direct, forward, observe (as
-tests/bench/observe_ab.c's), every other group direct, forward, observe, observe, forward, direct
-(a position in the group can be slower or faster by some 10 ns, which the control row showed with
-the first order alone, 2026-12-07): direct takes the shim out of the calls altogether
+With --direct each group is six blocks, in turn observe, forward, direct, direct, forward, observe
+(as tests/bench/observe_ab.c's), then direct, observe, forward, forward, observe, direct, then
+forward, direct, observe, observe, direct, forward: over three groups each side takes each position
+once (a position in the group moved forward - direct by tens of ns on an H100, 2026-12-07, when
+one order ran alone). Direct takes the shim out of the calls altogether
 (pinshim_bench_direct, outside include/pinshim.h: the driver functions the CUDA runtime keeps in
 its own data rewritten from the shim's wrappers to the driver's, the allocation hooks tracking
 nothing new, as while forwarding), so that forward - direct is what the wrappers' forwarding costs
@@ -84,9 +86,10 @@ LOADER_BATCHES = 6  # DataLoader batches a block, one per worker (each 13-18 ms 
 # block, the batches' uneven arrival spread the paired differences by +-4 ms (2 processes, H100)
 LOADER_WARMUP = 12  # batches before the first block: the workers' start
 JAX_WORDS = 32 << 20  # jax_copy.py's array: 128 MiB of float32
-# The blocks of a group, in turn (g % the orders), by side: o observe, f forward, d direct. With
-# --direct the second order swaps the first's ends and middle, so no side keeps a position.
-GROUP_ORDERS = {False: ("offo",), True: ("ofddfo", "dfoofd")}
+# The blocks of a group, in turn (g % the orders), by side: o observe, f forward, d direct. Over a
+# cycle of orders each side takes each position once, so a position's own bias cancels in every
+# difference (a Latin square: the sides rotate through the mirrored pairs of positions).
+GROUP_ORDERS = {False: ("offo", "foof"), True: ("ofddfo", "doffod", "fdoodf")}
 WARMUP_BLOCKS = 3  # observing, before a row's groups
 
 
@@ -102,6 +105,12 @@ def group_blocks(g, direct, block):
     for side in GROUP_ORDERS[direct][g % len(GROUP_ORDERS[direct])]:
         times.setdefault(side, []).append(block(side))
     return times
+
+
+def order_medians(diffs, orders):
+    """{order: the median of the differences of the groups that ran it} (group g ran order g %
+    len(orders)): their spread is what the positions add, which the pooled median cancels."""
+    return {o: statistics.median(diffs[i::len(orders)]) for i, o in enumerate(orders) if diffs[i::len(orders)]}
 
 
 def paired_samples(groups, direct, block):
@@ -125,7 +134,7 @@ def paired_samples(groups, direct, block):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--groups", type=int, default=200, help="groups of four blocks per workload (default 200)")
+    p.add_argument("--groups", type=int, default=200, help="groups of blocks per workload (default 200)")
     p.add_argument("--ops", type=int, default=100, help="operations per block, at most 1000 (default 100)")
     p.add_argument("--json", action="store_true", help="also print each workload's figures as a JSON line")
     p.add_argument("--only", metavar="TEXT", help="only the rows whose name holds TEXT, or one of several "
@@ -326,15 +335,17 @@ def main():
         q = statistics.quantiles(diffs, n=4)
         f, o = statistics.median(fwd), statistics.median(obs)
         se = statistics.stdev(diffs) / len(diffs) ** 0.5
-        print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %+8.1f +-%4.0f %7.3fx %8.2f" % (
+        by_order = order_medians(diffs, GROUP_ORDERS[direct is not None])
+        print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %+8.1f +-%4.0f %7.3fx %8.2f  by order: %s" % (
             name, f, o, statistics.median(diffs), q[0], q[2], statistics.fmean(diffs), 2 * se, f / o,
-            sum(calls.values())), flush=True)
+            sum(calls.values()), ", ".join("%s %+.1f" % kv for kv in by_order.items())), flush=True)
         extra = direct_line(name, fd, od, statistics.median(dir_), leaked_calls(fn)) if direct else {}
         if args.json:
             print(json.dumps(dict({"inprocess": name, "forward_ns": f, "observe_ns": o,
                                    "median_ns": statistics.median(diffs), "q1_ns": q[0], "q3_ns": q[2],
                                    "mean_ns": statistics.fmean(diffs), "se_ns": se, "groups": len(diffs),
-                                   "ops": ops, "cold_mib": args.cold, "driver_calls_per_op": calls}, **extra)),
+                                   "ops": ops, "cold_mib": args.cold, "driver_calls_per_op": calls,
+                                   "by_order_ns": by_order}, **extra)),
                   flush=True)
 
 
@@ -349,8 +360,7 @@ def direct_line(name, fd, od, direct_ns, leaked):
         q = statistics.quantiles(d, n=4)
         out.update({key + "_median_ns": statistics.median(d), key + "_q1_ns": q[0], key + "_q3_ns": q[2],
                     key + "_mean_ns": statistics.fmean(d), key + "_se_ns": se})
-        # each order's median apart (group g ran order g % 2): their gap is a position's bias
-        by_order = {o: statistics.median(d[i::2]) for i, o in enumerate(GROUP_ORDERS[True]) if d[i::2]}
+        by_order = order_medians(d, GROUP_ORDERS[True])
         out[key + "_by_order_ns"] = by_order
         text.append("%s %+.1f (mean %+.1f +- %.1f; %s)" % (
             label, statistics.median(d), statistics.fmean(d), 2 * se,
