@@ -1398,14 +1398,15 @@ for direct in (False, True):
     def block(side):
         calls[0] += 1
         return own[side] + bias[(calls[0] - 1) % size]
-    groups = 6 * len(m.GROUP_ORDERS[direct])
+    groups = 6 * len(m.GROUP_ORDERS[direct]) - 1  # rounded up to whole cycles
     fwd, obs, diffs, dir_, fd, od = m.paired_samples(groups, direct, block)
+    groups += 1
     blocks = m.WARMUP_BLOCKS + calls[0] + direct  # the warm-up, the groups, the check block
     mean = lambda d: "%.1f" % statistics.fmean(d) if d else "-"
     print(direct, len(fwd) == len(obs) == 2 * groups, len(diffs) == groups,
           len(dir_) == (2 * groups if direct else 0), len(fd) == len(od) == (groups if direct else 0),
           mean(diffs), mean(fd), mean(od), len(set(m.order_medians(diffs, m.GROUP_ORDERS[direct]).values())) > 1,
-          blocks == m.row_blocks(groups, direct))
+          blocks == m.row_blocks(groups - 1, direct))
 ' "$ROOT/tests/bench"
     [ "$status" -eq 0 ]
     echo "$output"

@@ -93,10 +93,16 @@ GROUP_ORDERS = {False: ("offo", "foof"), True: ("ofddfo", "doffod", "fdoodf")}
 WARMUP_BLOCKS = 3  # observing, before a row's groups
 
 
+def whole_cycles(groups, direct):
+    """groups rounded up to whole cycles of the orders: every order runs as often."""
+    n = len(GROUP_ORDERS[direct])
+    return -(-groups // n) * n
+
+
 def row_blocks(groups, direct):
     """Blocks one row runs: its warm-up, its groups' (paired_samples) and, with --direct, the check
     block (leaked_calls). The DataLoader row's loader holds that many blocks' batches."""
-    return WARMUP_BLOCKS + len(GROUP_ORDERS[direct][0]) * groups + bool(direct)
+    return WARMUP_BLOCKS + len(GROUP_ORDERS[direct][0]) * whole_cycles(groups, direct) + bool(direct)
 
 
 def group_blocks(g, direct, block):
@@ -116,9 +122,9 @@ def order_medians(diffs, orders):
 def paired_samples(groups, direct, block):
     """A row's groups in turn: (forward blocks, observe blocks, observe - forward a group, direct
     blocks, forward - direct a group, observe - direct a group), ns per operation; the last three
-    empty without direct."""
+    empty without direct. groups is rounded up to whole cycles of the orders."""
     fwd, obs, diffs, dir_, fd, od = [], [], [], [], [], []
-    for g in range(groups):
+    for g in range(whole_cycles(groups, direct)):
         t = group_blocks(g, direct, block)
         (f1, f2), (o1, o2) = t["f"], t["o"]
         fwd += [f1, f2]
@@ -134,7 +140,7 @@ def paired_samples(groups, direct, block):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--groups", type=int, default=200, help="groups of blocks per workload (default 200)")
+    p.add_argument("--groups", type=int, default=200, help="groups of blocks per workload (default 200, rounded up to whole cycles of the orders)")
     p.add_argument("--ops", type=int, default=100, help="operations per block, at most 1000 (default 100)")
     p.add_argument("--json", action="store_true", help="also print each workload's figures as a JSON line")
     p.add_argument("--only", metavar="TEXT", help="only the rows whose name holds TEXT, or one of several "
