@@ -119,6 +119,11 @@ def order_medians(diffs, orders):
     return {o: statistics.median(diffs[i::len(orders)]) for i, o in enumerate(orders) if diffs[i::len(orders)]}
 
 
+def orders_text(by_order):
+    """order_medians() for a printed line: "ofddfo +12.3, doffod -4.5, ..."."""
+    return ", ".join("%s %+.1f" % kv for kv in by_order.items())
+
+
 def paired_samples(groups, direct, block):
     """A row's groups in turn: (forward blocks, observe blocks, observe - forward a group, direct
     blocks, forward - direct a group, observe - direct a group), ns per operation; the last three
@@ -140,7 +145,8 @@ def paired_samples(groups, direct, block):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--groups", type=int, default=200, help="groups of blocks per workload (default 200, rounded up to whole cycles of the orders)")
+    p.add_argument("--groups", type=int, default=200,
+                   help="groups of blocks per workload (default 200, rounded up to whole cycles of the orders)")
     p.add_argument("--ops", type=int, default=100, help="operations per block, at most 1000 (default 100)")
     p.add_argument("--json", action="store_true", help="also print each workload's figures as a JSON line")
     p.add_argument("--only", metavar="TEXT", help="only the rows whose name holds TEXT, or one of several "
@@ -344,7 +350,7 @@ def main():
         by_order = order_medians(diffs, GROUP_ORDERS[direct is not None])
         print("%-22s %12.1f %12.1f %+11.1f (%+.0f..%+.0f) %+8.1f +-%4.0f %7.3fx %8.2f  by order: %s" % (
             name, f, o, statistics.median(diffs), q[0], q[2], statistics.fmean(diffs), 2 * se, f / o,
-            sum(calls.values()), ", ".join("%s %+.1f" % kv for kv in by_order.items())), flush=True)
+            sum(calls.values()), orders_text(by_order)), flush=True)
         extra = direct_line(name, fd, od, statistics.median(dir_), leaked_calls(fn)) if direct else {}
         if args.json:
             print(json.dumps(dict({"inprocess": name, "forward_ns": f, "observe_ns": o,
@@ -369,8 +375,7 @@ def direct_line(name, fd, od, direct_ns, leaked):
         by_order = order_medians(d, GROUP_ORDERS[True])
         out[key + "_by_order_ns"] = by_order
         text.append("%s %+.1f (mean %+.1f +- %.1f; %s)" % (
-            label, statistics.median(d), statistics.fmean(d), 2 * se,
-            ", ".join("%s %+.1f" % kv for kv in by_order.items())))
+            label, statistics.median(d), statistics.fmean(d), 2 * se, orders_text(by_order)))
     print("%-22s direct %.1f ns; %s; calls through the wrappers while direct %.2f/op" % (
         "  " + name[:20], direct_ns, "; ".join(text), leaked), flush=True)
     return out

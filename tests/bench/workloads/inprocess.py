@@ -188,8 +188,8 @@ def pool(samples):
 
 def by_order(samples):
     """{group order: the mean over the processes of observe - direct's median in that order's
-    groups} (inprocess_ab.py --direct): the orders' gap is a position's bias, which pooling both
-    cancels. {} for samples from before it was printed."""
+    groups} (inprocess_ab.py --direct): their spread is what the positions in a group add, which
+    pooling every order cancels. {} for samples from before it was printed."""
     orders = {}
     for s in samples:
         for order, ns in (s.get("by_order") or {}).items():
