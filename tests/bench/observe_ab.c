@@ -2,7 +2,10 @@
  * pinned memory + cuStreamSynchronize, at most 100 ns more per iteration), measured inside one
  * process. Across fresh processes the loop spreads by about a microsecond (some processes run it
  * near 6.3 us, others near 7.2 on the same host), ten times the bound; here three sides take turns
- * in blocks ordered observe, forward, direct, direct, forward, observe:
+ * in groups of six blocks, ordered in turn observe, forward, direct, direct, forward, observe, then
+ * direct, observe, forward, forward, observe, direct, then forward, direct, observe, observe,
+ * direct, forward (group_orders: each side in each position once every three groups, so a
+ * position's own bias cancels; until 2026-12-07 the first order alone):
  *   observe - the program's own route to the driver (cuGetProcAddress, as the CUDA runtime) and its
  *             own malloc and free, the shim observing;
  *   forward - the same calls, the shim's benchmark switch (pinshim_bench_observe, outside
@@ -90,6 +93,10 @@ static enum { ITEM, PAGEABLE, FRESH, ALLOC, PINNED, MALLOC, NEW } iteration; /* 
 static const char *const iteration_names[] = {"item",   "pageable", "fresh", "alloc",
                                               "pinned", "malloc",   "new"}; /* the enum's order */
 #define ITERATIONS ((int)(sizeof iteration_names / sizeof *iteration_names))
+/* The blocks of a group, in turn (g % GROUP_ORDERS): o observe, f forward, d direct; the sides
+ * rotate through the mirrored pairs of positions (tests/bench/inprocess_ab.py's GROUP_ORDERS). */
+static const char *const group_orders[] = {"ofddfo", "doffod", "fdoodf"};
+#define GROUP_ORDERS ((int)(sizeof group_orders / sizeof *group_orders))
 static const int driver_calls[] = {2, 1, 2, 0, 1, 0, 0};    /* per iteration, timed */
 static const int allocator_calls[] = {0, 0, 2, 4, 0, 2, 2}; /* likewise */
 static void *pageable[PAGEABLE_BUFFERS];            /* PAGEABLE's buffers */
@@ -291,6 +298,7 @@ static struct spread spread_of(double *d, int n)
 int main(int argc, char **argv)
 {
     int groups = positive_arg(argc, argv, 1, 20), iters = positive_arg(argc, argv, 2, 2000);
+    groups = (groups + GROUP_ORDERS - 1) / GROUP_ORDERS * GROUP_ORDERS; /* whole cycles of the orders */
     if (argc > 3 && strcmp(argv[3], "0") != 0) {
         evict_bytes = (size_t)positive_arg(argc, argv, 3, 0) << 10;
         evict_buf = calloc(evict_bytes, 1);
@@ -350,20 +358,19 @@ int main(int argc, char **argv)
         return 1;
     printf("%6s %12s %12s %12s %10s %10s\n", "group", "observe_ns", "forward_ns", "direct_ns", "diff_ns", "preload_ns");
     for (int g = 0; g < groups; g++) {
-        double t[6];
-        for (int b = 0; b < 6; b++) { /* observe, forward, direct, direct, forward, observe */
-            bool observing = b == 0 || b == 5, bypassing = b == 2 || b == 3;
-            observe(observing);
-            t[b] = block(bypassing ? &direct : &program, host, dev, s, iters);
+        double *side[3] = {&on[2 * g], &off[2 * g], &bare[2 * g]}; /* observe, forward, direct: 2 blocks each */
+        const char *order = group_orders[g % GROUP_ORDERS];
+        for (int b = 0; b < 6; b++) {
+            int k = order[b] == 'o' ? 0 : order[b] == 'f' ? 1 : 2;
+            observe(k == 0);
+            *side[k]++ = block(k == 2 ? &direct : &program, host, dev, s, iters);
         }
-        on[2 * g] = t[0], on[2 * g + 1] = t[5];
-        off[2 * g] = t[1], off[2 * g + 1] = t[4];
-        bare[2 * g] = t[2], bare[2 * g + 1] = t[3];
-        diff[g] = (t[0] + t[5] - t[1] - t[4]) / 2;
-        preload[g] = (t[1] + t[4] - t[2] - t[3]) / 2;
+        double o = (on[2 * g] + on[2 * g + 1]) / 2, f = (off[2 * g] + off[2 * g + 1]) / 2,
+               b = (bare[2 * g] + bare[2 * g + 1]) / 2;
+        diff[g] = o - f;
+        preload[g] = f - b;
         whole[g] = diff[g] + preload[g];
-        printf("%6d %12.0f %12.0f %12.0f %+10.0f %+10.0f\n", g, (t[0] + t[5]) / 2, (t[1] + t[4]) / 2,
-               (t[2] + t[3]) / 2, diff[g], preload[g]);
+        printf("%6d %12.0f %12.0f %12.0f %+10.0f %+10.0f\n", g, o, f, b, diff[g], preload[g]);
     }
     observe(1);
     struct spread o = spread_of(diff, groups), p = spread_of(preload, groups), w = spread_of(whole, groups);

@@ -139,7 +139,10 @@ def c_sample(out):
 
 def direct_sample(out, groups):
     """observe_ab's forward - direct line as a sample per call of the kind its iteration prices
-    (its driver calls, else its allocator calls), or None."""
+    (its driver calls, else its allocator calls), or None. groups: what observe_ab was asked for;
+    the groups it ran (whole cycles of its orders) are read from its first closing line."""
+    ran = c_sample(out)
+    groups = ran["groups"] if ran else groups
     for line in out.splitlines():
         m = DIRECT_LINE.match(line)
         if m:
