@@ -177,6 +177,12 @@ def sample(forward_ns, median_ns, q1_ns, q3_ns, groups):
     return {"forward_ns": forward_ns, "median_ns": median_ns, "se_ns": se, "groups": groups}
 
 
+def share_figure(cost_ns, se2_ns, forward_ns):
+    """A cost with its two standard errors, against the operation's time: its share in percent."""
+    return {"cost_ns": cost_ns, "se2_ns": se2_ns, "forward_ns": forward_ns,
+            "share_pct": 100.0 * cost_ns / forward_ns if forward_ns > 0 else None}
+
+
 def pool(samples):
     """One row's figures from its processes' samples."""
     n = len(samples)
@@ -185,8 +191,7 @@ def pool(samples):
     between = statistics.stdev(medians) / n ** 0.5 if n > 1 else 0.0
     forward = statistics.fmean(s["forward_ns"] for s in samples)
     cost = statistics.fmean(medians)
-    return {"processes": n, "forward_ns": forward, "cost_ns": cost, "se2_ns": 2 * max(within, between),
-            "share_pct": 100.0 * cost / forward if forward > 0 else None, "per_process_ns": medians}
+    return dict(share_figure(cost, 2 * max(within, between), forward), processes=n, per_process_ns=medians)
 
 
 def by_order(samples):
@@ -223,8 +228,8 @@ def measure(processes, groups, shim, python, env, observe_ab, timeout, say, allo
     and C_GROUPS), observe_ab's malloc and new iterations, and inprocess_ab.py once more under alloc_count (the
     library built from tests/bench/alloc_count.c, likewise) instead of the shim; with `only`, the
     PyTorch rows whose name holds it (inprocess_ab.py --only), the others skipped as not asked; with
-    `direct`, inprocess_ab.py --direct (a third side, the shim out of the runtime's calls: the third
-    table then adds each row's measured observe - direct).
+    `direct`, inprocess_ab.py --direct (a third side, the shim out of the runtime's calls: a fourth
+    table then gives each row's measured observe - direct).
     Returns the rows (rows_from), the problems met and each row's samples (for run.py --merge to pool
     with another run's)."""
     chosen = ["--only", only] if only else []
@@ -349,8 +354,7 @@ def whole_preload(bound, row, got, allocs, per_call, direct=None):
     added = {k: counts[k] * pieces[k]["cost_ns"] if counts[k] else 0.0 for k in counts}
     cost = row["cost_ns"] + sum(added.values())
     se2 = (row["se2_ns"] ** 2 + sum((counts[k] * pieces[k]["se2_ns"]) ** 2 for k in counts if counts[k])) ** 0.5
-    whole = {"cost_ns": cost, "se2_ns": se2, "forward_ns": row["forward_ns"],
-             "share_pct": 100.0 * cost / row["forward_ns"] if row["forward_ns"] > 0 else None}
+    whole = share_figure(cost, se2, row["forward_ns"])
     out = {"whole": dict(whole, check=verdict(bound, whole), driver_calls=counts["driver"],
                          allocator_calls=calls, cxx_calls=cxx if split else None, driver_ns=added["driver"],
                          allocator_ns=added["c_alloc"] + added["cxx_alloc"])}
@@ -359,8 +363,7 @@ def whole_preload(bound, row, got, allocs, per_call, direct=None):
         hooks = [k for k in ("c_alloc", "cxx_alloc") if counts[k]]
         cost = d["cost_ns"] + sum(added[k] for k in hooks)
         se2 = (d["se2_ns"] ** 2 + sum((counts[k] * pieces[k]["se2_ns"]) ** 2 for k in hooks)) ** 0.5
-        measured = {"cost_ns": cost, "se2_ns": se2, "forward_ns": d["forward_ns"],
-                    "share_pct": 100.0 * cost / d["forward_ns"] if d["forward_ns"] > 0 else None}
+        measured = share_figure(cost, se2, d["forward_ns"])
         out["measured"] = dict(measured, check=verdict(bound, measured), direct_ns=d["cost_ns"],
                                processes=d["processes"], by_order=by_order(direct),
                                leaked_calls=statistics.fmean(x.get("leaked_calls", 0.0) for x in direct))

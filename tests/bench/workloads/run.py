@@ -149,7 +149,7 @@ def parse_args(argv):
                    help="first measure the small operations inside one process, in N fresh processes "
                         "(inprocess.py; default 3, with --fake 0; 0: not at all)")
     p.add_argument("--inprocess-groups", type=int, default=None, metavar="G",
-                   help="groups of four blocks per in-process measurement (default %d for PyTorch, %d for the C loop)"
+                   help="groups of blocks per in-process measurement (default %d for PyTorch, %d for the C loop)"
                         % (inprocess.PY_GROUPS, inprocess.C_GROUPS))
     p.add_argument("--inprocess-direct", action="store_true",
                    help="inside one process, also a third side with the shim out of the runtime's calls "
