@@ -53,7 +53,7 @@ FAKE_LIB  := $(BUILD)/fakecuda/libcuda.so.1
 PROG_SRC  := $(wildcard tests/progs/*.c)
 PROGS     := $(patsubst tests/progs/%.c,$(BUILD)/tests/%,$(PROG_SRC))
 TEST_LIBS := $(BUILD)/tests/libnext_a.so $(BUILD)/tests/libnext_b.so $(BUILD)/tests/libstack_probe.so \
-             $(BUILD)/tests/libframecopy.so $(BUILD)/tests/libcxxalloc.so
+             $(BUILD)/tests/libframecopy.so $(BUILD)/tests/libcxxalloc.so $(BUILD)/tests/liblatetable.so
 
 .PHONY: all deps fakecuda test-build test demo gpu-test bench bench-workloads bench-hook-variants install clean conformance FORCE
 all: $(BUILD)/libpinshim.so

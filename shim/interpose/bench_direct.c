@@ -8,7 +8,10 @@
  * the program itself (its file's private writable mapping and the anonymous one right after it:
  * .data and .bss), this library's own excepted; then each switch rewrites the words found, the
  * wrapper to its row's real function (on) or back (off), each only if it still holds what the
- * switch expects. Tables kept on the heap or in read-only memory (RELRO) are not found, and their
+ * switch expects. A switch on, with no word switched, looks again when objects were loaded since
+ * the last look (dl_iterate_phdr's count of loads): a framework imported after the first switch
+ * (JAX after PyTorch, in the benchmark) keeps its table in an object the first look never saw.
+ * Tables kept on the heap or in read-only memory (RELRO) are not found, and their
  * calls keep going through the wrappers: the benchmark reads the shim's call counts to see how
  * many did.
  * Contract: call from one thread at a time, while no other thread maps or unmaps memory (the first
@@ -18,7 +21,9 @@
  * guard on, registrations held: as pinshim_bench_observe) or no such word was found. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +44,24 @@ static struct {
     enum driver_entry_id id;
 } found[FOUND_MAX];
 static int found_count = -1; /* not looked for yet */
+static unsigned long long looked_at_loads; /* the count of objects loaded when they were looked for */
+static bool switched_on;                   /* the words found hold the driver's functions */
+
+static int count_loads(struct dl_phdr_info *info, size_t size, void *loads)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs)) /* a loader that keeps the count */
+        *(unsigned long long *)loads = info->dlpi_adds;
+    return 1; /* the count is the same in every object's info: the first is enough */
+}
+
+/* How many objects the process has loaded so far (dlopen included); 0 when the loader does not
+ * say (then the words are looked for once). */
+static unsigned long long loads_so_far(void)
+{
+    unsigned long long loads = 0;
+    dl_iterate_phdr(count_loads, &loads);
+    return loads;
+}
 
 /* The row whose wrapper is at fn, when the driver's function is known (wrappers lie in [lo, hi]:
  * most words are rejected by the range alone), or -1. */
@@ -109,10 +132,14 @@ PINSHIM_EXPORT int pinshim_bench_direct(int on)
 {
     if (on && (pinshim_policy.guard != GUARD_OFF || regcache_holds_any()))
         return -1;
-    if (found_count < 0)
+    unsigned long long loads = on && !switched_on ? loads_so_far() : looked_at_loads;
+    if (found_count < 0 || loads != looked_at_loads) {
         find_words();
+        looked_at_loads = loads;
+    }
     if (found_count <= 0)
         return -1;
+    switched_on = on;
     int rewritten = 0;
     for (int i = 0; i < found_count; i++) {
         void *wrapper = driver_wrapper(found[i].id), *real = driver_real(found[i].id);

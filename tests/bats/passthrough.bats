@@ -181,6 +181,21 @@ CPP
     grep -qx 'h2d count 0 bytes 0' "$WORK/shim.out"
 }
 
+@test "the benchmarks' direct switch looks again for kept driver functions in a library loaded after its first look, while no word is switched" {
+    PINSHIM_SUMMARY=none run_app shim shim "$T/apiprog" direct late "$T/liblatetable.so"
+    show shim
+    grep -qx 'first direct(1) -> rewrote' "$WORK/shim.out" # the program's own table, found at the first look
+    grep -qx 'first direct(0) -> rewrote' "$WORK/shim.out"
+    grep -qx 'second direct(1) -> rewrote' "$WORK/shim.out" # the library is loaded while the switch is on:
+    grep -qx 'second direct(0) -> rewrote' "$WORK/shim.out" # no new look until every word is back
+    grep -qx "program's table restored" "$WORK/shim.out"
+    grep -qx 'direct(1) -> rewrote' "$WORK/shim.out"
+    grep -qx 'late table holds another function' "$WORK/shim.out"
+    grep -qx 'direct(0) -> rewrote' "$WORK/shim.out"
+    grep -qx 'late table restored' "$WORK/shim.out"
+    grep -qx 'h2d count 4 bytes 4000' "$WORK/shim.out" # 3 before, 1 after: the 2 through the late table unseen
+}
+
 @test "observe_ab (the C loop, small pageable copies, fresh 1 MiB ones or allocator calls, measured inside one process): observe, forward and direct groups and medians under the shim, nothing without it or with the guard" {
     gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"${CUDA_HOME:-/usr/local/cuda}/include" \
         "$ROOT/tests/bench/observe_ab.c" -o "$WORK/observe_ab" -ldl -lm

@@ -53,7 +53,9 @@ the operation in this process, with its caches as the framework leaves them, whe
 table prices it in C (a call's forwarding times the calls). A row then prints a second line:
 forward - direct and observe - direct, and how many calls per operation still reached the
 wrappers while direct (counted in a check block observing with the words rewritten: a table the
-switch did not find, such as one on the heap).
+switch did not find, such as one on the heap). The switch looks again for such tables once objects
+were loaded since its last look (JAX, imported after the PyTorch rows: on 2026-12-07, before it
+did, the JAX row read 7.00 calls an operation through the wrappers while direct).
 
 With --cold MIB each operation runs alone: before it, untimed, the process writes MIB MiB of other
 memory and synchronizes the device, so the operation meets the caches (data, code, address

@@ -11,7 +11,10 @@
  * pinshim_bench_direct(1) (the words rewritten to the driver's functions: the shim sees nothing),
  * one after pinshim_bench_direct(0); prints what each switch returned, whether the table holds
  * its first pointers again, and the counts. apiprog direct registered: the same after a buffer
- * the registration cache registered (the switch must then refuse). */
+ * the registration cache registered (the switch must then refuse). apiprog direct late LIB: the
+ * switch on and off once, then on again while LIB (tests/progs/lib/latetable.c) is loaded and
+ * handed the htod wrapper to keep in its data, and off; then three copies through LIB's table, two
+ * with the switch on, one after it is off; prints what each switch did to either table. */
 #include "pinshim.h"
 #include "testutil.h"
 
@@ -36,6 +39,40 @@ static void copy_reused_buffer(struct test_driver *d, char *reused)
     CHECK(d->mem_free(dbig));
 }
 
+typedef CUresult (*htod_fn)(CUdeviceptr, const void *, size_t);
+
+/* apiprog direct late: a table the switch's first look could not see, since its library was loaded
+ * after it (and while the switch was on: the program's own table must still come back). */
+static int direct_late(bench_observe_fn switch_direct, htod_fn htod, CUdeviceptr buf, const char *host, size_t n,
+                       const char *lib_path)
+{
+    kept.htod = htod;
+    printf("first direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
+    printf("first direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
+    printf("second direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
+    void *lib = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
+    void (*keep)(htod_fn) = lib ? (void (*)(htod_fn))dlsym(lib, "latetable_keep") : NULL;
+    int (*holds)(htod_fn) = lib ? (int (*)(htod_fn))dlsym(lib, "latetable_holds") : NULL;
+    htod_fn late_htod = lib ? (htod_fn)dlsym(lib, "latetable_htod") : NULL;
+    if (!keep || !holds || !late_htod) {
+        fprintf(stderr, "cannot load %s: %s\n", lib_path, dlerror());
+        return 1;
+    }
+    keep(htod);
+    printf("second direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
+    printf("program's table %s\n", kept.htod == htod ? "restored" : "changed");
+    for (int i = 0; i < 3; i++)
+        CHECK(late_htod(buf, host, n));
+    printf("direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
+    printf("late table holds %s\n", holds(htod) ? "the wrapper" : "another function");
+    for (int i = 0; i < 2; i++)
+        CHECK(late_htod(buf, host, n));
+    printf("direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
+    printf("late table %s\n", holds(htod) ? "restored" : "changed");
+    CHECK(late_htod(buf, host, n));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bool bench = argc > 1 && strcmp(argv[1], "bench") == 0;
@@ -57,17 +94,22 @@ int main(int argc, char **argv)
             return 1;
         if (argc > 2 && strcmp(argv[2], "registered") == 0)
             copy_reused_buffer(&d, malloc(BIG)); /* the cache registers it: direct must refuse */
-        kept = d;
-        struct test_driver first = kept;
-        for (int i = 0; i < 3; i++)
+        if (argc > 3 && strcmp(argv[2], "late") == 0) {
+            if (direct_late(switch_direct, d.htod, buf, host, sizeof host, argv[3]))
+                return 1;
+        } else {
+            kept = d;
+            struct test_driver first = kept;
+            for (int i = 0; i < 3; i++)
+                CHECK(kept.htod(buf, host, sizeof host));
+            printf("direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
+            printf("htod is %s\n", kept.htod == first.htod ? "the wrapper" : "another function");
+            for (int i = 0; i < 2; i++)
+                CHECK(kept.htod(buf, host, sizeof host));
+            printf("direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
+            printf("table %s\n", memcmp(&kept, &first, sizeof kept) == 0 ? "restored" : "changed");
             CHECK(kept.htod(buf, host, sizeof host));
-        printf("direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
-        printf("htod is %s\n", kept.htod == first.htod ? "the wrapper" : "another function");
-        for (int i = 0; i < 2; i++)
-            CHECK(kept.htod(buf, host, sizeof host));
-        printf("direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
-        printf("table %s\n", memcmp(&kept, &first, sizeof kept) == 0 ? "restored" : "changed");
-        CHECK(kept.htod(buf, host, sizeof host));
+        }
     } else if (bench) {
         bench_observe_fn observe = (bench_observe_fn)dlsym(RTLD_DEFAULT, "pinshim_bench_observe");
         if (!observe)
