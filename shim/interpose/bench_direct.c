@@ -14,8 +14,8 @@
  * Tables kept on the heap or in read-only memory (RELRO) are not found, and their
  * calls keep going through the wrappers: the benchmark reads the shim's call counts to see how
  * many did.
- * Contract: call from one thread at a time, while no other thread maps or unmaps memory (the first
- * switch reads the mappings it found); another thread's call through a rewritten word sees one
+ * Contract: call from one thread at a time, while no other thread maps or unmaps memory (a switch
+ * that looks reads the mappings it finds); another thread's call through a rewritten word sees one
  * function or the other (an aligned 8-byte store is seen whole); returns the number of words it
  * rewrote this time, or -1 where direct calls would change what the program sees (the
  * guard on, registrations held: as pinshim_bench_observe) or no such word was found. */
@@ -132,11 +132,14 @@ PINSHIM_EXPORT int pinshim_bench_direct(int on)
 {
     if (on && (pinshim_policy.guard != GUARD_OFF || regcache_holds_any()))
         return -1;
-    unsigned long long loads = on && !switched_on ? loads_so_far() : looked_at_loads;
-    if (found_count < 0 || loads != looked_at_loads) {
-        find_words();
+    bool look = found_count < 0;
+    if (on && !switched_on) { /* every word holds its wrapper: a new look loses none */
+        unsigned long long loads = loads_so_far();
+        look |= loads != looked_at_loads;
         looked_at_loads = loads;
     }
+    if (look)
+        find_words();
     if (found_count <= 0)
         return -1;
     switched_on = on;
