@@ -10,7 +10,12 @@
 #include "observe/ctxdev.h"
 
 /* Runs call, timed for `weight` (0: not timed; see base/clock.h); `blocking` feeds the duration of
- * a timed call back to the thread's choice of weights (pinshim_wait_timed). */
+ * a timed call back to the thread's choice of weights (pinshim_wait_timed). A polling call not
+ * timed (15 in 16) adds nothing more, the prologue having counted it, so its path ends at the call
+ * (an event record + query: 25 lines and 127 instructions where adding zeros took 28 and 155,
+ * tests/bench/footprint.py --mode e). A blocking call adds on both paths, which then share one tail
+ * (its timed path, 1 call in 4, given a tail of its own grew the footprint of a D2H + stream
+ * synchronize by a line, --mode d). */
 #define TIMED_SYNC(call, weight, blocking)                                                          \
     do {                                                                                            \
         uint64_t w_ = (weight), t0_ = pinshim_ticks_if(w_), ns_ = 0;                                \
@@ -20,7 +25,8 @@
             if (blocking)                                                                           \
                 pinshim_wait_timed(ns_);                                                            \
         }                                                                                           \
-        stats_add_sync(id, w_ != 0, ns_ * w_);                                                      \
+        if (blocking || w_)                                                                         \
+            stats_add_sync(id, w_ != 0, ns_ * w_);                                                  \
     } while (0)
 
 /* The weight of a blocking call: every call with sync_timing = all, adaptive otherwise. */
