@@ -41,15 +41,21 @@ static void copy_reused_buffer(struct test_driver *d, char *reused)
 
 typedef CUresult (*htod_fn)(CUdeviceptr, const void *, size_t);
 
+/* Switches direct calls on or off and prints what the switch did, after `label`. */
+static void say_switch(const char *label, bench_observe_fn switch_direct, int on)
+{
+    printf("%sdirect(%d) -> %s\n", label, on, switch_direct(on) > 0 ? "rewrote" : "nothing");
+}
+
 /* apiprog direct late: a table the switch's first look could not see, since its library was loaded
  * after it (and while the switch was on: the program's own table must still come back). */
 static int direct_late(bench_observe_fn switch_direct, htod_fn htod, CUdeviceptr buf, const char *host, size_t n,
                        const char *lib_path)
 {
     kept.htod = htod;
-    printf("first direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
-    printf("first direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
-    printf("second direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
+    say_switch("first ", switch_direct, 1);
+    say_switch("first ", switch_direct, 0);
+    say_switch("second ", switch_direct, 1);
     void *lib = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
     void (*keep)(htod_fn) = lib ? (void (*)(htod_fn))dlsym(lib, "latetable_keep") : NULL;
     int (*holds)(htod_fn) = lib ? (int (*)(htod_fn))dlsym(lib, "latetable_holds") : NULL;
@@ -59,15 +65,15 @@ static int direct_late(bench_observe_fn switch_direct, htod_fn htod, CUdeviceptr
         return 1;
     }
     keep(htod);
-    printf("second direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
+    say_switch("second ", switch_direct, 0);
     printf("program's table %s\n", kept.htod == htod ? "restored" : "changed");
     for (int i = 0; i < 3; i++)
         CHECK(late_htod(buf, host, n));
-    printf("direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
+    say_switch("", switch_direct, 1);
     printf("late table holds %s\n", holds(htod) ? "the wrapper" : "another function");
     for (int i = 0; i < 2; i++)
         CHECK(late_htod(buf, host, n));
-    printf("direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
+    say_switch("", switch_direct, 0);
     printf("late table %s\n", holds(htod) ? "restored" : "changed");
     CHECK(late_htod(buf, host, n));
     return 0;
@@ -102,11 +108,11 @@ int main(int argc, char **argv)
             struct test_driver first = kept;
             for (int i = 0; i < 3; i++)
                 CHECK(kept.htod(buf, host, sizeof host));
-            printf("direct(1) -> %s\n", switch_direct(1) > 0 ? "rewrote" : "nothing");
+            say_switch("", switch_direct, 1);
             printf("htod is %s\n", kept.htod == first.htod ? "the wrapper" : "another function");
             for (int i = 0; i < 2; i++)
                 CHECK(kept.htod(buf, host, sizeof host));
-            printf("direct(0) -> %s\n", switch_direct(0) > 0 ? "rewrote" : "nothing");
+            say_switch("", switch_direct, 0);
             printf("table %s\n", memcmp(&kept, &first, sizeof kept) == 0 ? "restored" : "changed");
             CHECK(kept.htod(buf, host, sizeof host));
         }
